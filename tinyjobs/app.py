@@ -1,0 +1,350 @@
+"""`App`: the registry of tasks and queues, and the front door to the store."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .clock import Clock, SystemClock
+from .durations import parse_duration, parse_rate
+from .errors import ConfigError, DuplicateTask, UnknownTask
+from .job import CANCELLED, FINAL_STATES, Job
+from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
+from .stores import open_store
+from .stores.base import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_DEDUPE,
+    DEFAULT_KEEP,
+    DEFAULT_LEASE,
+    DEFAULT_QUEUE,
+    NewJob,
+    QueuePolicy,
+    Store,
+)
+from .task import Task, after_ids, check_signature
+from .urls import mask
+
+DEFAULT_URL = "sqlite:///tinyjobs.db"
+MAX_ID_LENGTH = 255
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """A queue's settings: its store policy (lease and limits) and its handlers' timeout."""
+
+    policy: QueuePolicy
+    timeout: float | None = None
+
+
+class App:
+    """Tasks, queues and the store they live in.
+
+    `App()` reads the URL from $TINYJOBS_URL, else uses `sqlite:///tinyjobs.db`. The store is
+    opened on first use, so an app defined at import time opens nothing before a fork."""
+
+    def __init__(
+        self,
+        url: str | Store | None = None,
+        *,
+        clock: Clock | None = None,
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+    ) -> None:
+        if isinstance(url, str) or url is None:
+            self.url = url or os.environ.get("TINYJOBS_URL") or DEFAULT_URL
+            self._store: Store | None = None
+        else:
+            self.url = url.url
+            self._store = url
+        self.clock = clock or SystemClock()
+        self.max_payload = int(max_payload)
+        self.tasks: dict[str, Task] = {}
+        self.queues: dict[str, QueueConfig] = {}
+        self.crons: dict[str, Any] = {}  # schedule name -> tinyjobs.cron.Schedule
+
+    def __repr__(self) -> str:
+        return f"App({mask(self.url)!r}, tasks={sorted(self.tasks)})"
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.url)
+        return self._store
+
+    def now(self) -> float | None:
+        """`now` for store calls: None (the store's clock) unless a test clock was given."""
+        return None if isinstance(self.clock, SystemClock) else self.clock.now()
+
+    # -- registration -------------------------------------------------------------------
+
+    def queue(
+        self,
+        name: str,
+        *,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        timeout: float | str | None = None,
+        lease: float | str = DEFAULT_LEASE,
+        group_concurrency: int | None = None,
+        group_rate: str | None = None,
+    ) -> QueueConfig:
+        """Set a queue's limits, across all processes, and its handlers' timeout."""
+        _check_name(name, "queue name")
+        lease_s = parse_duration(lease, f"queue {name!r} lease")
+        if lease_s < 1:
+            raise ConfigError(f"queue {name!r}: lease must be at least 1 s, got {lease!r}")
+        for label, value in (
+            ("concurrency", concurrency),
+            ("group_concurrency", group_concurrency),
+        ):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"queue {name!r}: {label} must be a positive integer, got {value!r}")
+        policy = QueuePolicy(
+            name=name,
+            lease=lease_s,
+            concurrency=concurrency,
+            rate=None if rate is None else parse_rate(rate, f"queue {name!r} rate"),
+            group_concurrency=group_concurrency,
+            group_rate=None if group_rate is None else parse_rate(group_rate, f"queue {name!r} group_rate"),
+        )
+        config = QueueConfig(
+            policy, None if timeout is None else parse_duration(timeout, f"queue {name!r} timeout")
+        )
+        self.queues[name] = config
+        return config
+
+    def task(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        attempts: int = DEFAULT_ATTEMPTS,
+        keep: float | str = DEFAULT_KEEP,
+        dedupe: float | str = DEFAULT_DEDUPE,
+        priority: int = 0,
+        timeout: float | str | None = None,
+    ) -> Any:
+        """Register a handler `fn(run, **kwargs)` (sync or async) as a task; usable bare
+        (`@app.task`) or with options (`@app.task(queue="replies", attempts=5)`)."""
+
+        def register(func: Callable[..., Any]) -> Task:
+            task_name = name or func.__name__
+            _check_name(task_name, "task name")
+            if task_name in self.tasks:
+                raise DuplicateTask(f"a task named {task_name!r} is already registered in this app")
+            if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+                raise ConfigError(
+                    f"task {task_name!r}: attempts must be a positive integer, got {attempts!r}"
+                )
+            _check_name(queue, "queue name")
+            check_signature(func, task_name)
+            task = Task(
+                app=self,
+                fn=func,
+                name=task_name,
+                queue=queue,
+                attempts=attempts,
+                dedupe=parse_duration(dedupe, f"task {task_name!r} dedupe"),
+                keep=parse_duration(keep, f"task {task_name!r} keep"),
+                priority=_check_priority(priority),
+                timeout=None if timeout is None else parse_duration(timeout, f"task {task_name!r} timeout"),
+            )
+            self.tasks[task_name] = task
+            return task
+
+        return register(fn) if fn is not None else register
+
+    def cron(
+        self,
+        expr: str,
+        tz: str = "UTC",
+        queue: str = DEFAULT_QUEUE,
+        catch_up: float | str | None = None,
+        name: str | None = None,
+    ) -> Callable[[Callable[..., Any]], Task]:
+        """Register a handler `fn(run)` as a task fired once per due time of the croniter
+        expression `expr` (five fields, or six with seconds) in time zone `tz` (CRON-01); the
+        task and schedule are named after the function unless `name=` says otherwise."""
+        from .cron import register
+
+        def decorate(fn: Callable[..., Any]) -> Task:
+            return register(self, fn, expr, tz=tz, queue=queue, catch_up=catch_up, name=name)
+
+        return decorate
+
+    def known_queues(self) -> list[str]:
+        """Every queue a task or a queue setting names, and `default`."""
+        return sorted({DEFAULT_QUEUE, *self.queues, *(t.queue for t in self.tasks.values())})
+
+    def policies(self, queues: Iterable[str] | None = None) -> dict[str, QueuePolicy]:
+        names = list(queues) if queues else self.known_queues()
+        return {n: self.queues[n].policy if n in self.queues else QueuePolicy(n) for n in names}
+
+    def timeout_for(self, task: Task) -> float | None:
+        """The task's timeout, else its queue's."""
+        if task.timeout is not None:
+            return task.timeout
+        config = self.queues.get(task.queue)
+        return config.timeout if config else None
+
+    # -- enqueue --------------------------------------------------------------------------
+
+    def enqueue(self, task: str, args: dict[str, Any] | None = None, **options: Any) -> Job:
+        """Add a job for the task named `task` with keyword arguments `args`."""
+        return self.enqueue_many([(task, args or {})], **options)[0]
+
+    def enqueue_many(self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any) -> list[Job]:
+        """Add many jobs in one atomic round trip; return their Jobs in order. Options apply to
+        each job. Nothing is written when any job is refused."""
+        conn = options.pop("conn", None)
+        unknown = set(options) - {"id", "key", "delay", "at", "after", "group", "priority", "queue"}
+        if unknown:
+            raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
+        if options.get("id") is not None and len(items) > 1:
+            raise ConfigError("id= names one job; give each job its own id with separate enqueues")
+        new_jobs = [self._new_job(name, args, options) for name, args in items]
+        return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
+
+    def _new_job(self, name: str, args: dict[str, Any], options: dict[str, Any]) -> NewJob:
+        task = self.tasks.get(name)
+        if task is None and self.tasks:
+            raise UnknownTask(
+                f"no task named {name!r} is registered in this app (known: {', '.join(sorted(self.tasks))})"
+            )
+        _check_name(name, "task name")
+        job_id = options.get("id") or new_id()
+        if not isinstance(job_id, str) or len(job_id) > MAX_ID_LENGTH:
+            raise ConfigError(f"id must be a string of at most {MAX_ID_LENGTH} characters, got {job_id!r}")
+        queue = options.get("queue") or (task.queue if task else DEFAULT_QUEUE)
+        _check_name(queue, "queue name")
+        return NewJob(
+            id=job_id,
+            task=name,
+            queue=queue,
+            payload=dump_args(args, self.max_payload),
+            priority=_check_priority(options.get("priority", task.priority if task else 0)),
+            delay=parse_duration(options.get("delay") or 0, "delay"),
+            at=_epoch(options.get("at")),
+            key=_optional_text(options.get("key"), "key"),
+            group=_optional_text(options.get("group"), "group"),
+            after=after_ids(options.get("after")),
+            max_attempts=task.attempts if task else DEFAULT_ATTEMPTS,
+            dedupe=task.dedupe if task else DEFAULT_DEDUPE,
+            keep=task.keep if task else DEFAULT_KEEP,
+        )
+
+    # -- reading and steering -------------------------------------------------------------
+
+    def get(self, job_id: str, executions: bool = True) -> Job | None:
+        """The job's snapshot with its executions, or None."""
+        return self.store.get(job_id, self.now(), executions=executions)
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel a job (JOB-08): True when there was something to cancel."""
+        return self.store.cancel(job_id, self.now())
+
+    def retry(self, job_id: str) -> bool:
+        """Run a failed or cancelled job again, with a fresh budget of attempts."""
+        return self.store.retry(job_id, self.now())
+
+    def jobs(self, state: str | None = None, queue: str | None = None, limit: int = 100) -> list[Job]:
+        return self.store.jobs(state=state, queue=queue, limit=limit, now=self.now())
+
+    def watch(self, job_id: str, interval: float = 0.05, timeout: float | None = None) -> Iterator[Job]:
+        """Yield the job's snapshot once per change, ending at a final state. A job that
+        disappears while not final was cancelled while waiting: one last `cancelled` snapshot."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: Job | None = None
+        while deadline is None or time.monotonic() < deadline:
+            job = self.store.get(job_id, self.now())
+            if job is None:
+                if last is not None and last.state not in FINAL_STATES:
+                    last.state, last.ahead = CANCELLED, None
+                    yield last
+                return
+            if last is None or _changed(last, job):
+                yield job
+                last = job
+            if job.state in FINAL_STATES:
+                return
+            time.sleep(interval)
+
+    def drain(self, queues: Iterable[str] | None = None) -> int:
+        """Run every due job now, in this thread, until none is due; return how many ran.
+        For tests of your own tasks (memory:// and a FakeClock make it instant)."""
+        from .inline import drain
+
+        return drain(self, queues)
+
+    def run_worker(
+        self, slots: int = 8, queues: Sequence[str] | None = None, drain_timeout: float | str = 30.0
+    ) -> str:
+        """Run one worker in this process until SIGTERM/SIGINT; returns why it stopped."""
+        from .worker import Worker
+
+        worker = Worker(
+            self,
+            slots=slots,
+            queues=queues,
+            drain_timeout=parse_duration(drain_timeout, "drain_timeout"),
+        )
+        return worker.run()
+
+    def check(self, store_warnings: bool = False) -> Any:
+        """Audit the store's durability settings; a report with `.ok` and `.findings`.
+        `store_warnings=True` turns the store's FAIL items into WARN (development setups)."""
+        from .check import audit_url
+
+        return audit_url(self.url, store_warnings=store_warnings)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def new_id() -> str:
+    """A job id that sorts by creation time (milliseconds, then 80 random bits), like UUIDv7:
+    new rows land at the end of the id index instead of dirtying pages all over it."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
+
+
+def _changed(old: Job, new: Job) -> bool:
+    keys = ("state", "attempts", "error", "result", "ahead", "due_at", "cancel_requested")
+    return any(getattr(old, k) != getattr(new, k) for k in keys)
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not name or len(name) > 200 or any(c.isspace() for c in name):
+        raise ConfigError(
+            f"{what} must be a non-empty string without spaces (at most 200 characters), got {name!r}"
+        )
+
+
+def _check_priority(priority: Any) -> int:
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ConfigError(f"priority must be an integer, got {priority!r}")
+    return priority
+
+
+def _optional_text(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _epoch(at: Any) -> float | None:
+    if at is None:
+        return None
+    if not isinstance(at, datetime):
+        raise ConfigError(f"at must be an aware datetime, got {type(at).__name__}")
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ConfigError(f"at must be an aware datetime (with a time zone), got naive {at.isoformat()}")
+    return at.timestamp()

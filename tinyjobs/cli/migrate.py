@@ -1,0 +1,26 @@
+"""`tinyjobs migrate`: bring the store's schema up to date explicitly.
+
+Stores migrate themselves on open; operators who prefer to run migrations as a deploy step
+(with a role that may change the schema) run this instead."""
+
+from __future__ import annotations
+
+import click
+
+from ..stores import open_store
+from ..urls import mask
+from .common import handle_errors, resolve_url
+
+
+@click.command()
+@click.argument("url", required=False)
+@click.pass_context
+@handle_errors
+def migrate(ctx: click.Context, url: str | None) -> None:
+    """Create or upgrade the schema of the store at URL (default: --url / $TINYJOBS_URL)."""
+    target = resolve_url(ctx, url)
+    if not target:
+        raise click.UsageError("give the store URL as an argument, with --url or in $TINYJOBS_URL")
+    store = open_store(target)  # opening applies every pending migration, under a lock
+    store.close()
+    click.echo(f"schema of {mask(target)} is up to date")

@@ -1,0 +1,50 @@
+"""`tinyjobs worker`: one worker in the foreground, for development and simple deployments."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import log
+from ..durations import parse_duration
+from ..urls import mask
+from ..worker import RECYCLE, Worker
+from .common import handle_errors, load_app, resolve_url
+
+
+@click.command()
+@click.option("--app", "app_spec", required=True, metavar="MODULE:ATTR", help="The app whose tasks to run.")
+@click.option("--slots", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Jobs at once.")
+@click.option("--queues", help="Comma-separated queues (default: every queue the app knows).")
+@click.option(
+    "--drain-timeout",
+    default="30s",
+    show_default=True,
+    help="How long SIGTERM waits for running jobs.",
+)
+@click.pass_context
+@handle_errors
+def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
+    """Run one worker in the foreground until SIGTERM or Ctrl-C (a second one stops at once).
+
+    A sync handler past its timeout cannot be stopped, so the worker lets its other jobs
+    finish and then replaces itself with a fresh process (same pid, exec)."""
+    log.configure()
+    app = load_app(app_spec, resolve_url(ctx))
+    names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+    w = Worker(
+        app,
+        slots=slots,
+        queues=names,
+        drain_timeout=parse_duration(drain_timeout, "--drain-timeout"),
+    )
+    log.get_logger().info("worker.store", url=mask(app.url))
+    reason = w.run()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if reason == RECYCLE:
+        # The timed-out handler's thread cannot be stopped; exec ends it with the old image.
+        os.execv(sys.executable, sys.orig_argv)
+    os._exit(0)  # handler threads that ignored the drain must not hold the process open

@@ -1,0 +1,441 @@
+"""The `memory://` store: jobs in this process's memory, for tests and for trying tinyjobs out.
+
+It is the reference implementation of the Store protocol (tinyjobs/stores/base.py) and of
+docs/store-contract.md: every other store must agree with it on the contract suite. One lock
+makes each operation atomic; a Condition on that lock wakes `wait()` on every change. It has
+no transactions (`enqueue(conn=...)` raises NotSupported) and is not shared between processes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from tinyjobs.errors import ConfigError, JobNotFound, NotSupported, StoreError
+from tinyjobs.holder import Holder
+from tinyjobs.job import (
+    BLOCKED,
+    CANCELLED,
+    DONE,
+    FAILED,
+    OUTCOME_CANCELLED,
+    OUTCOME_LEASE_EXPIRED,
+    OUTCOME_WORKER_LOST,
+    RUNNING,
+    Job,
+    bound_error,
+)
+from tinyjobs.urls import mask
+
+from .base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from .memory_rows import (
+    CANCELLED_WHILE_RUNNING,
+    PENDING,
+    SETTLE_OUTCOMES,
+    STORED_FINAL,
+    ExecutionRow,
+    Limits,
+    Row,
+    Scope,
+    ahead,
+    dependency_error,
+)
+
+URL = "memory://"
+
+
+def open(url: str, **options: Any) -> MemoryStore:  # noqa: A001  (the name every store module uses)
+    """A fresh, empty memory store. `url` must be exactly `memory://`; other options are
+    accepted for symmetry with the other stores and ignored (there is nothing to tune)."""
+    if url != URL:
+        raise ConfigError(f"memory store URL {mask(url)!r} must be exactly {URL!r}: it takes no path")
+    return MemoryStore()
+
+
+class MemoryStore:
+    """A Store in this process. Thread-safe; each operation is atomic under one lock."""
+
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(self) -> None:
+        self.url = URL
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._version = 0  # bumped on every write; wait() watches it
+        self._closed = False
+        self._rows: dict[str, Row] = {}
+        self._tokens: dict[str, str] = {}  # live lease token -> job id
+        self._keys: dict[str, str] = {}  # dedup key -> id of the job that last took it
+        self._seq = itertools.count(1)
+        # Recent claim times per (queue, None) and per (queue, group), for rates (LIM-02).
+        self._starts: dict[Scope, deque[float]] = {}
+        self._cron: dict[str, float] = {}
+        self._leaders: dict[str, tuple[str, float]] = {}
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return time.time()
+
+    @staticmethod
+    def _at(now: float | None) -> float:
+        return time.time() if now is None else float(now)
+
+    @contextmanager
+    def _read(self) -> Iterator[None]:
+        with self._lock:
+            if self._closed:
+                raise StoreError("the memory:// store is closed")
+            yield
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """A read that also wakes every waiter once it completed (not when it raised)."""
+        with self._read():
+            yield
+            self._version += 1
+            self._changed.notify_all()
+
+    # -- enqueue ----------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        """Add jobs atomically (JOB-09 dedupe, DEP-01 `after`); see the Store protocol."""
+        if conn is not None:
+            raise NotSupported(
+                "the memory:// store has no transactions: enqueue(conn=...) needs a SQLite or "
+                "PostgreSQL store"
+            )
+        t = self._at(now)
+        with self._write():
+            self._check_parents(jobs)
+            return [self._add(new, t) for new in jobs]
+
+    def _check_parents(self, jobs: Sequence[NewJob]) -> None:
+        """Raise JobNotFound before anything is written when an `after` id does not exist.
+        A job earlier in the same batch counts as existing: the batch is added in order."""
+        known = set(self._rows)
+        for new in jobs:
+            for parent in new.after:
+                if parent not in known:
+                    raise JobNotFound(f"job {new.id!r} runs after {parent!r}, which does not exist")
+            known.add(new.id)
+
+    def _add(self, new: NewJob, t: float) -> Job:
+        old = self._rows.get(new.id)
+        if old is not None and (old.live or (old.state == DONE and not old.purgeable(t))):
+            return old.snapshot(t, created=False)
+        holder = self._key_holder(new.key)
+        if holder is not None:
+            return holder.snapshot(t, created=False)
+        if old is not None:  # failed, cancelled, or done past its window: replaced
+            self._delete(old)
+        row = Row.new(new, next(self._seq), t)
+        self._rows[row.id] = row
+        if row.key is not None:
+            self._keys[row.key] = row.id
+        for parent_id in row.after:
+            parent = self._rows.get(parent_id)
+            if parent is not None and parent.state in (FAILED, CANCELLED):
+                self._finish(row, CANCELLED, dependency_error(parent), t)
+                break
+            if parent is not None and parent.state != DONE:
+                row.state = BLOCKED
+        return row.snapshot(t)
+
+    def _key_holder(self, key: str | None) -> Row | None:
+        """The live job holding dedup `key`, if any (the index is checked lazily)."""
+        if key is None:
+            return None
+        row = self._rows.get(self._keys.get(key, ""))
+        return row if row is not None and row.key == key and row.live else None
+
+    # -- claim, renew, steps, settle ---------------------------------------------------------
+
+    def claim(
+        self,
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> list[Claimed]:
+        """Lease up to `limit` due jobs in claim order, within every limit (JOB-01, LIM-01..03)."""
+        with self._write():
+            t = self._at(now)  # read under the lock: a claim that waited must not judge rates by an old now
+            due = [r for r in self._rows.values() if r.state == PENDING and r.due <= t]
+            due = sorted((r for r in due if r.queue in queues), key=Row.order_key)
+            limits = Limits(self._rows.values(), self._starts, t)
+            claimed: list[Claimed] = []
+            for row in due:
+                if len(claimed) >= limit:
+                    break
+                # A job of a full queue or group is set aside; other groups' jobs go on (LIM-03).
+                if limits.room(row, queues[row.queue]):
+                    limits.take(row)
+                    claimed.append(self._take(row, queues[row.queue], holder, t))
+            return claimed
+
+    def _take(self, row: Row, policy: QueuePolicy, holder: Holder, t: float) -> Claimed:
+        row.state = RUNNING
+        row.attempts += 1  # counted at claim, before the handler runs (JOB-03)
+        row.started_at = t
+        row.token = secrets.token_hex(16)
+        row.lease_seconds = policy.lease
+        row.lease_expires = t + policy.lease
+        row.holder = holder.id
+        row.executions.append(ExecutionRow(row.attempts, holder.hostname, holder.pid, t))
+        self._tokens[row.token] = row.id
+        return Claimed(row.snapshot(t), row.token, row.lease_seconds, dict(row.steps))
+
+    def _leased(self, token: str) -> Row | None:
+        """The running job whose lease `token` is, or None once the lease was lost (JOB-05)."""
+        row = self._rows.get(self._tokens.get(token, ""))
+        return row if row is not None and row.state == RUNNING and row.token == token else None
+
+    def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
+        """Extend live leases; "lost" for a token no longer on its job, "cancel" when asked."""
+        t = self._at(now)
+        statuses: dict[str, LeaseStatus] = {}
+        with self._write():
+            for token in tokens:
+                row = self._leased(token)
+                if row is None:
+                    statuses[token] = "lost"
+                    continue
+                row.lease_expires = t + row.lease_seconds
+                statuses[token] = "cancel" if row.cancel_requested else "ok"
+        return statuses
+
+    def save_step(self, token: str, name: str, value: str, now: float | None = None) -> bool:
+        """Keep a step's value under the job while `token` holds it (JOB-06)."""
+        with self._write():
+            row = self._leased(token)
+            if row is None:
+                return False
+            row.steps[name] = value
+            return True
+
+    def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
+        """Apply each settlement whose lease is still held; see docs/store-contract.md."""
+        t = self._at(now)
+        with self._write():
+            return [self._settle_one(s, t) for s in settlements]
+
+    def _settle_one(self, s: Settlement, t: float) -> bool:
+        row = self._leased(s.token)
+        if row is None or row.id != s.job_id:
+            return False
+        error = bound_error(s.error)
+        cancelled = row.cancel_requested and s.outcome != "done"  # done wins over a cancel
+        outcome = s.execution or (OUTCOME_CANCELLED if cancelled else SETTLE_OUTCOMES[s.outcome])
+        self._end_attempt(row, t, outcome, error)
+        if cancelled:
+            self._finish(row, CANCELLED, CANCELLED_WHILE_RUNNING, t)
+        elif s.outcome == "done":
+            row.result = s.result
+            self._finish(row, DONE, None, t)
+        elif s.outcome == "fail" or (s.outcome == "retry" and row.attempts >= row.max_attempts):
+            self._finish(row, FAILED, error, t)
+        elif s.outcome == "retry":
+            row.state, row.due, row.error = PENDING, t + s.delay, error
+        elif s.outcome == "snooze":
+            row.state, row.due, row.attempts = PENDING, t + s.delay, row.attempts - 1
+        elif s.outcome == "handback":  # due unchanged, so due again at once
+            row.state, row.attempts = PENDING, row.attempts - 1
+        else:
+            raise ValueError(f"unknown settlement outcome {s.outcome!r}")
+        return True
+
+    def _end_attempt(self, row: Row, t: float, outcome: str, error: str | None) -> None:
+        """Close the open execution and clear the lease, so the token is lost from now on."""
+        execution = row.executions[-1]
+        execution.ended_at, execution.outcome, execution.error = t, outcome, error
+        self._tokens.pop(row.token or "", None)
+        row.token = row.holder = row.lease_expires = None
+
+    def _finish(self, row: Row, state: str, error: str | None, t: float) -> None:
+        """Make `row` final (done, failed or cancelled) and tell its dependents."""
+        row.state, row.error, row.finished_at = state, error, t
+        row.expires_at = t + (row.dedupe if state == DONE else row.keep)
+        self._release_dependents(row, t)
+
+    def _release_dependents(self, parent: Row, t: float) -> None:
+        """DEP-01: a parent that will never be done cancels its blocked dependents (and theirs,
+        recursively) on record; a done one makes those whose parents are all done pending."""
+        for child in [r for r in self._rows.values() if r.state == BLOCKED and parent.id in r.after]:
+            if parent.state != DONE:
+                self._finish(child, CANCELLED, dependency_error(parent), t)
+            elif all(self._parent_done(p) for p in child.after):
+                # A dependent never runs before its own due time, nor before its parents are done.
+                child.state, child.due = PENDING, max(child.due, t)
+
+    def _parent_done(self, parent_id: str) -> bool:
+        # A missing parent of a blocked job was done and purged: a parent that failed or was
+        # cancelled would have cancelled the job already.
+        parent = self._rows.get(parent_id)
+        return parent is None or parent.state == DONE
+
+    # -- lost leases ------------------------------------------------------------------------
+
+    def reap(self, now: float | None = None, limit: int = 1000) -> int:
+        """End expired leases, oldest expiry first (JOB-04)."""
+        t = self._at(now)
+        with self._write():
+            expired = [r for r in self._rows.values() if r.lease_expired(t)]
+            expired = sorted(expired, key=lambda r: r.lease_expires or 0.0)[:limit]
+            for row in expired:
+                self._lose(row, OUTCOME_LEASE_EXPIRED, t)
+            return len(expired)
+
+    def holders(self, host: str) -> list[Holder]:
+        """The distinct holders of live leases on `host`, in id order."""
+        with self._read():
+            ids = {r.holder for r in self._rows.values() if r.state == RUNNING and r.holder}
+        found = [Holder.parse(i) for i in sorted(ids)]
+        return [h for h in found if h.host == host]
+
+    def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
+        """End every lease of `holders` at once, whatever its expiry (DUR-02)."""
+        t = self._at(now)
+        gone = {h.id for h in holders}
+        with self._write():
+            rows = [r for r in self._rows.values() if r.state == RUNNING and r.holder in gone]
+            for row in rows:
+                self._lose(row, OUTCOME_WORKER_LOST, t)
+            return len(rows)
+
+    def _lose(self, row: Row, outcome: str, t: float) -> None:
+        """The attempt ended without a settlement; it stays counted (JOB-03)."""
+        self._end_attempt(row, t, outcome, None)
+        if row.cancel_requested:
+            self._finish(row, CANCELLED, CANCELLED_WHILE_RUNNING, t)
+        elif row.attempts >= row.max_attempts:
+            self._finish(row, FAILED, f"{outcome} on attempt {row.attempts} of {row.max_attempts}", t)
+        else:
+            row.state = PENDING  # due unchanged: due again at once
+
+    # -- the user's operations ----------------------------------------------------------------
+
+    def cancel(self, job_id: str, now: float | None = None) -> bool:
+        """Remove a job not yet running, or mark a running one (JOB-08)."""
+        t = self._at(now)
+        with self._write():
+            row = self._rows.get(job_id)
+            if row is None or row.state in STORED_FINAL:
+                return False
+            if row.state == RUNNING:
+                row.cancel_requested = True
+                return True
+            self._delete(row)  # a job cancelled before it ran is gone (JOB-08)
+            row.state = CANCELLED
+            self._release_dependents(row, t)
+            return True
+
+    def retry(self, job_id: str, now: float | None = None) -> bool:
+        """Make a failed or cancelled job due now with a fresh budget of attempts."""
+        t = self._at(now)
+        with self._write():
+            row = self._rows.get(job_id)
+            if row is None or row.state not in (FAILED, CANCELLED):
+                return False
+            row.state, row.due, row.cancel_requested = PENDING, t, False
+            row.max_attempts = row.attempts + row.attempt_budget
+            row.finished_at = row.expires_at = None
+            return True
+
+    def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        """The job's snapshot with `ahead` when pending (JOB-11); None when unknown."""
+        t = self._at(now)
+        with self._read():
+            row = self._rows.get(job_id)
+            if row is None:
+                return None
+            return row.snapshot(t, ahead=ahead(row, self._rows.values(), t), executions=executions)
+
+    def jobs(
+        self,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        now: float | None = None,
+    ) -> list[Job]:
+        """Jobs in a reported state (all when None), oldest first."""
+        t = self._at(now)
+        with self._read():
+            rows = sorted(self._rows.values(), key=lambda r: r.seq)
+            rows = [r for r in rows if state in (None, r.reported_state(t)) and queue in (None, r.queue)]
+            return [r.snapshot(t) for r in rows[:limit]]
+
+    def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
+        t = self._at(now)
+        out: dict[str, dict[str, int]] = {}
+        with self._read():
+            for row in self._rows.values():
+                by_state = out.setdefault(row.queue, {})
+                state = row.reported_state(t)
+                by_state[state] = by_state.get(state, 0) + 1
+        return out
+
+    def purge(self, now: float | None = None, limit: int = 1000) -> int:
+        """Remove final jobs past their window, with their steps and executions (JOB-10)."""
+        t = self._at(now)
+        with self._write():
+            old = [r for r in self._rows.values() if r.purgeable(t)][:limit]
+            for row in old:
+                self._delete(row)
+            return len(old)
+
+    def _delete(self, row: Row) -> None:
+        self._rows.pop(row.id, None)
+        self._tokens.pop(row.token or "", None)
+
+    # -- cron and leadership ------------------------------------------------------------------
+
+    def fire_cron(self, schedule: str, due: float, job: NewJob, now: float | None = None) -> bool:
+        """Enqueue `job` for `due` once, only when `due` is later than the last fired (CRON-01)."""
+        t = self._at(now)
+        with self._write():
+            last = self._cron.get(schedule)
+            if last is not None and due <= last:
+                return False
+            self._check_parents([job])
+            self._add(job, t)
+            self._cron[schedule] = due
+            return True
+
+    def cron_last(self, schedule: str) -> float | None:
+        with self._read():
+            return self._cron.get(schedule)
+
+    def lead(self, name: str, holder: str, ttl: float, now: float | None = None) -> bool:
+        """Take or renew the named lease when free, expired, or already `holder`'s."""
+        t = self._at(now)
+        with self._write():
+            current = self._leaders.get(name)
+            if current is not None and current[0] != holder and current[1] > t:
+                return False
+            self._leaders[name] = (holder, t + ttl)
+            return True
+
+    def resign(self, name: str, holder: str) -> None:
+        with self._write():
+            if self._leaders.get(name, ("", 0.0))[0] == holder:
+                del self._leaders[name]
+
+    # -- waiting and closing ------------------------------------------------------------------
+
+    def wait(self, queues: Sequence[str], timeout: float) -> bool:
+        """Block until any write (any queue: spurious wake-ups are allowed) or `timeout`."""
+        with self._read():
+            start = self._version
+            return self._changed.wait_for(lambda: self._version != start or self._closed, max(0.0, timeout))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()

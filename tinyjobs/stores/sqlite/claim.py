@@ -1,0 +1,127 @@
+"""Claiming due jobs with every limit counted in the same transaction (JOB-01, LIM-01..03)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+
+from tinyjobs.holder import Holder
+from tinyjobs.stores.base import Claimed, QueuePolicy
+
+from .rows import Q, as_json, to_job
+
+
+def claim_jobs(
+    conn: sqlite3.Connection,
+    queues: Mapping[str, QueuePolicy],
+    holder: Holder,
+    limit: int,
+    now: float,
+) -> list[Claimed]:
+    """Inside an open write transaction: pick up to `limit` jobs in claim order across
+    `queues`, each queue within its limits, and lease them."""
+    picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
+    for policy in queues.values():
+        room = _queue_room(conn, policy, limit, now)
+        if room > 0:
+            picks.extend(_pick(conn, policy, room, now))
+    picks.sort()
+    picks = picks[:limit]
+    if not picks:
+        return []
+    by_queue: dict[str, list[int]] = {}
+    for _, _, seq, name in picks:
+        by_queue.setdefault(name, []).append(seq)
+    rows: list[sqlite3.Row] = []
+    for name, seqs in by_queue.items():
+        lease = queues[name].lease
+        params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
+        rows.extend(conn.execute(Q["claim_jobs"], params).fetchall())
+    conn.executemany(
+        Q["insert_execution"],
+        [
+            (
+                row["seq"],
+                row["attempts"],
+                holder.hostname,
+                holder.pid,
+                now,
+                row["queue"],
+                row["grp"],
+            )
+            for row in rows
+        ],
+    )
+    steps: dict[int, dict[str, str]] = {}
+    seqs_text = as_json(row["seq"] for row in rows)
+    for seq, step, value in conn.execute(Q["steps_of"], (seqs_text,)):
+        steps.setdefault(seq, {})[step] = value
+    rows.sort(key=lambda row: (-row["priority"], row["due"], row["seq"]))
+    return [
+        Claimed(to_job(row, now), row["token"], float(row["lease_seconds"]), steps.get(row["seq"], {}))
+        for row in rows
+    ]
+
+
+def _queue_room(conn: sqlite3.Connection, policy: QueuePolicy, limit: int, now: float) -> int:
+    """How many jobs the queue may start now: `limit` cut by concurrency and rate."""
+    room = limit
+    if policy.concurrency is not None:
+        running = conn.execute(Q["running_count"], (policy.name,)).fetchone()[0]
+        room = min(room, policy.concurrency - running)
+    if policy.rate is not None and room > 0:
+        count, period = policy.rate
+        params = {"queue": policy.name, "since": now - period, "now": now}
+        started = conn.execute(Q["starts_count"], params).fetchone()[0]
+        room = min(room, count - started)
+    return room
+
+
+def _pick(
+    conn: sqlite3.Connection, policy: QueuePolicy, room: int, now: float
+) -> list[tuple[int, float, int, str]]:
+    """Up to `room` candidates of one queue in claim order; a full group's jobs are set aside
+    and later jobs of other groups still taken (LIM-03)."""
+    grouped = policy.group_concurrency is not None or policy.group_rate is not None
+    running: dict[str, int] = {}
+    starts: dict[str, int] = {}
+    if policy.group_concurrency is not None:
+        running = dict(conn.execute(Q["running_groups"], (policy.name,)).fetchall())
+    if policy.group_rate is not None:
+        params = {"queue": policy.name, "since": now - policy.group_rate[1], "now": now}
+        starts = dict(conn.execute(Q["starts_groups"], params).fetchall())
+    full = {g for g in set(running) | set(starts) if _is_full(policy, g, running, starts)}
+    picks: list[tuple[int, float, int, str]] = []
+    taken: list[int] = []
+    while len(picks) < room:
+        # Ask for a few more than needed, since jobs of groups that fill up are skipped.
+        page = (room - len(picks)) * (2 if grouped else 1) + (8 if grouped else 0)
+        params = {
+            "queue": policy.name,
+            "now": now,
+            "full": as_json(full),
+            "taken": as_json(taken),
+            "limit": page,
+        }
+        rows = conn.execute(Q["candidates"], params).fetchall()
+        for seq, queue, group, priority, due in rows:
+            if group is not None and group in full:
+                continue
+            picks.append((-priority, due, seq, queue))
+            taken.append(seq)
+            if group is not None and grouped:
+                running[group] = running.get(group, 0) + 1
+                starts[group] = starts.get(group, 0) + 1
+                if _is_full(policy, group, running, starts):
+                    full.add(group)
+            if len(picks) >= room:
+                break
+        if len(rows) < page:
+            break
+    return picks
+
+
+def _is_full(policy: QueuePolicy, group: str, running: dict[str, int], starts: dict[str, int]) -> bool:
+    if policy.group_concurrency is not None and running.get(group, 0) >= policy.group_concurrency:
+        return True
+    return policy.group_rate is not None and starts.get(group, 0) >= policy.group_rate[0]

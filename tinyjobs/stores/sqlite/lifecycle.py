@@ -1,0 +1,130 @@
+"""How a job's lease ends: settlement, reaping, a dead holder; and what follows for the jobs
+that run after it (DEP-01). Every function runs inside the caller's open transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from tinyjobs.job import (
+    OUTCOME_CANCELLED,
+    OUTCOME_DONE,
+    OUTCOME_ERROR,
+    OUTCOME_FAILED,
+    OUTCOME_HANDED_BACK,
+    OUTCOME_SNOOZED,
+    bound_error,
+)
+from tinyjobs.stores.base import Settlement
+
+from .rows import Q, as_json
+
+# Either a Connection or a Cursor: both have execute/executemany.
+Executor = Any
+
+EXECUTION_OUTCOMES = {
+    "done": OUTCOME_DONE,
+    "retry": OUTCOME_ERROR,
+    "snooze": OUTCOME_SNOOZED,
+    "fail": OUTCOME_FAILED,
+    "handback": OUTCOME_HANDED_BACK,
+}
+CANCELLED_RUNNING = "cancelled while running"
+
+
+def delete_jobs(db: Executor, seqs: Sequence[int]) -> None:
+    """Remove jobs with their steps, executions and dependency rows."""
+    if not seqs:
+        return
+    text = as_json(seqs)
+    db.execute(Q["delete_steps"], (text,))
+    db.execute(Q["delete_executions"], (text,))
+    db.execute(Q["delete_deps"], {"seqs": text})
+    db.execute(Q["delete_jobs"], (text,))
+
+
+def cancel_dependents(db: Executor, seq: int, job_id: str, why: str, now: float) -> None:
+    """Cancel, on record, the blocked jobs that run after job `seq` (which failed or was
+    cancelled), and theirs in turn. `why` is "failed" or "was cancelled"."""
+    todo = [(seq, job_id, why)]
+    while todo:
+        parent_seq, parent_id, reason = todo.pop()
+        error = f"cancelled: job {parent_id} it runs after {reason}"
+        rows = db.execute(Q["cancel_dependents"], {"error": error, "now": now, "seq": parent_seq}).fetchall()
+        todo.extend((row[0], row[1], "was cancelled") for row in rows)
+
+
+def finish(
+    db: Executor,
+    row: sqlite3.Row,
+    state: str,
+    now: float,
+    result: str | None = None,
+    error: str | None = None,
+) -> None:
+    """Make a running job final; release or cancel the jobs that run after it."""
+    expires = now + (row["dedupe"] if state == "done" else row["keep"])
+    db.execute(
+        Q["finish_job"],
+        {
+            "state": state,
+            "result": result,
+            "error": error,
+            "now": now,
+            "expires": expires,
+            "seq": row["seq"],
+        },
+    )
+    if state == "done":
+        db.execute(Q["release_dependents"], {"seq": row["seq"], "now": now})
+    else:
+        why = "failed" if state == "failed" else "was cancelled"
+        cancel_dependents(db, row["seq"], row["id"], why, now)
+
+
+def requeue(db: Executor, row: sqlite3.Row, due: float, give_back: int, error: str | None = None) -> None:
+    """A running job back to pending at `due`, its lease cleared (`give_back` 1 uncounts it)."""
+    db.execute(Q["requeue_job"], {"due": due, "give_back": give_back, "error": error, "seq": row["seq"]})
+
+
+def close_execution(db: Executor, seq: int, outcome: str, error: str | None, now: float) -> None:
+    db.execute(Q["close_execution"], {"now": now, "outcome": outcome, "error": error, "seq": seq})
+
+
+def end_lease(db: Executor, row: sqlite3.Row, outcome: str, now: float) -> None:
+    """End a lease nobody will settle ("lease expired" or "worker lost"): the job is cancelled
+    if that was asked, fails when it used its attempts, else waits again with its due time."""
+    close_execution(db, row["seq"], outcome, None, now)
+    if row["cancel_requested"]:
+        finish(db, row, "cancelled", now, error=CANCELLED_RUNNING)
+    elif row["attempts"] >= row["max_attempts"]:
+        error = f"{outcome} on attempt {row['attempts']} of {row['max_attempts']}"
+        finish(db, row, "failed", now, error=error)
+    else:
+        requeue(db, row, row["due"], 0)
+
+
+def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
+    """Apply one settlement if its token is still on the job; False (nothing changed) if not."""
+    row = db.execute(Q["running_by_token"], (settlement.job_id, settlement.token)).fetchone()
+    if row is None:
+        return False
+    outcome = settlement.outcome
+    error = bound_error(settlement.error)
+    cancelled = bool(row["cancel_requested"]) and outcome != "done"  # done wins over a cancel
+    recorded = settlement.execution or (OUTCOME_CANCELLED if cancelled else EXECUTION_OUTCOMES[outcome])
+    close_execution(db, row["seq"], recorded, error, now)
+    if cancelled:
+        finish(db, row, "cancelled", now, error=CANCELLED_RUNNING)
+    elif outcome == "done":
+        finish(db, row, "done", now, result=settlement.result)
+    elif outcome == "fail" or (outcome == "retry" and row["attempts"] >= row["max_attempts"]):
+        finish(db, row, "failed", now, error=error)
+    elif outcome == "retry":
+        requeue(db, row, now + settlement.delay, 0, error)
+    elif outcome == "snooze":
+        requeue(db, row, now + settlement.delay, 1)
+    else:  # handback: due unchanged, the attempt given back
+        requeue(db, row, row["due"], 1)
+    return True

@@ -1,0 +1,111 @@
+"""One SQLite connection per thread, never used (nor closed) across fork.
+
+SQLite's rule: a connection opened before fork() must not be used, not even closed, in the
+child (notes/reliability.md §A.2): closing it there could take the file's last-connection
+path (checkpoint, remove the WAL) behind the parent's back. So a child abandons every
+inherited connection, keeps it referenced for good, and opens fresh ones.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import weakref
+
+from tinyjobs.errors import StoreUnavailable
+from tinyjobs.urls import mask
+
+from .connection import Target, connect
+
+# Connections inherited through fork, held so that they are never deallocated (dealloc closes).
+_INHERITED: list[sqlite3.Connection] = []
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+
+class _Slot:
+    """A thread's connection. The thread-local dict drops it when its thread ends: the
+    connection is then closed, so short-lived threads do not leak file descriptors."""
+
+    __slots__ = ("conn", "pool", "pid")
+
+    def __init__(self, conn: sqlite3.Connection, pool: Pool) -> None:
+        self.conn, self.pool, self.pid = conn, pool, os.getpid()
+
+    def __del__(self) -> None:
+        if self.pid != os.getpid():
+            return  # inherited through fork: never close it here
+        self.pool._forget(self.conn)
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+
+
+class Pool:
+    """This process's connections to one file: one per thread and kind ("main" for the store's
+    statements, "wait" for polling PRAGMA data_version), opened lazily."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.closed = False
+        self._start()
+        _POOLS.add(self)
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._lock = threading.RLock()  # _Slot.__del__ may run inside a locked section (GC)
+        self._all: list[sqlite3.Connection] = []
+
+    def _abandon(self) -> None:
+        """In a forked child: keep the parent's connections referenced, start afresh."""
+        _INHERITED.extend(self._all)
+        self._start()
+
+    def get(self, kind: str = "main") -> sqlite3.Connection:
+        """This thread's connection of `kind`."""
+        if self._pid != os.getpid():
+            self._abandon()  # at-fork hook missed (fork without os.fork's hooks)
+        if self.closed:
+            self._release_own()
+            raise StoreUnavailable(f"sqlite store {mask(self.target.url)!r} is closed")
+        slot = getattr(self._local, kind, None)
+        if slot is None:
+            conn = connect(self.target)
+            with self._lock:
+                self._all.append(conn)
+            slot = _Slot(conn, self)
+            setattr(self._local, kind, slot)
+        return slot.conn
+
+    def _forget(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+
+    def _release_own(self) -> None:
+        """Close this thread's connections (dropping the slots closes them)."""
+        self._local.__dict__.clear()
+
+    def close(self) -> None:
+        """Close this thread's connections now; another thread's connection is closed by that
+        thread, at its next call or when it ends. (Closing a connection while another thread
+        runs a statement on it crashes the interpreter: sqlite3 does not guard it.)"""
+        if self._pid != os.getpid():
+            self._abandon()
+        self.closed = True
+        self._release_own()
+
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._all)
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool._abandon()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,194 @@
+-- Every statement the SQLite store runs, one `-- name: <name>` block each, loaded once.
+-- Lists of values are passed as one JSON array and read with json_each, so no SQL is built
+-- at run time.
+
+-- name: job_by_id
+SELECT * FROM jobs WHERE id = ?
+
+-- name: jobs_by_ids
+SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))
+
+-- name: live_by_key
+SELECT * FROM jobs WHERE key = ? AND state IN ('pending', 'blocked', 'running')
+
+-- name: insert_job
+INSERT INTO jobs (
+    id, task, queue, payload, priority, due, state, max_attempts, attempt_budget, key, grp,
+    after_ids, dedupe, keep, error, created_at, finished_at, expires_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+-- name: insert_dep
+INSERT OR IGNORE INTO deps (parent_seq, child_seq) VALUES (?, ?)
+
+-- name: delete_steps
+DELETE FROM steps WHERE job_seq IN (SELECT value FROM json_each(?))
+
+-- name: delete_executions
+DELETE FROM executions WHERE job_seq IN (SELECT value FROM json_each(?))
+
+-- name: delete_deps
+DELETE FROM deps
+WHERE child_seq IN (SELECT value FROM json_each(:seqs))
+   OR parent_seq IN (SELECT value FROM json_each(:seqs))
+
+-- name: delete_jobs
+DELETE FROM jobs WHERE seq IN (SELECT value FROM json_each(?))
+
+-- name: candidates
+-- Walks jobs_claim in claim order; groups found full and jobs already taken are left out.
+SELECT seq, queue, grp, priority, due FROM jobs
+WHERE state = 'pending' AND queue = :queue AND due <= :now
+  AND (grp IS NULL OR grp NOT IN (SELECT value FROM json_each(:full)))
+  AND seq NOT IN (SELECT value FROM json_each(:taken))
+ORDER BY priority DESC, due, seq
+LIMIT :limit
+
+-- name: claim_jobs
+UPDATE jobs SET
+    state = 'running',
+    attempts = attempts + 1,
+    started_at = :now,
+    token = lower(hex(randomblob(8))),
+    lease_seconds = :lease,
+    lease_expires = :now + :lease,
+    holder = :holder
+WHERE seq IN (SELECT value FROM json_each(:seqs)) AND state = 'pending'
+RETURNING *
+
+-- name: insert_execution
+INSERT INTO executions (job_seq, attempt, host, pid, started_at, queue, grp)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+
+-- name: steps_of
+SELECT job_seq, name, value FROM steps WHERE job_seq IN (SELECT value FROM json_each(?))
+
+-- name: running_count
+SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?
+
+-- name: running_groups
+SELECT grp, count(*) FROM jobs
+WHERE state = 'running' AND queue = ? AND grp IS NOT NULL
+GROUP BY grp
+
+-- name: starts_count
+SELECT count(*) FROM executions WHERE queue = :queue AND started_at > :since AND started_at <= :now
+
+-- name: starts_groups
+SELECT grp, count(*) FROM executions
+WHERE queue = :queue AND started_at > :since AND started_at <= :now AND grp IS NOT NULL
+GROUP BY grp
+
+-- name: renew
+UPDATE jobs SET lease_expires = :now + lease_seconds
+WHERE token IN (SELECT value FROM json_each(:tokens)) AND state = 'running'
+RETURNING token, cancel_requested
+
+-- name: save_step
+INSERT INTO steps (job_seq, name, value)
+SELECT seq, :name, :value FROM jobs WHERE token = :token AND state = 'running'
+ON CONFLICT (job_seq, name) DO UPDATE SET value = excluded.value
+
+-- name: running_by_token
+SELECT * FROM jobs WHERE id = ? AND token = ? AND state = 'running'
+
+-- name: finish_job
+UPDATE jobs SET
+    state = :state, result = :result, error = :error, finished_at = :now, expires_at = :expires,
+    token = NULL, lease_expires = NULL, lease_seconds = NULL, holder = NULL
+WHERE seq = :seq
+
+-- name: requeue_job
+UPDATE jobs SET
+    state = 'pending', due = :due, attempts = attempts - :give_back,
+    error = coalesce(:error, error),
+    token = NULL, lease_expires = NULL, lease_seconds = NULL, holder = NULL
+WHERE seq = :seq
+
+-- name: close_execution
+UPDATE executions SET ended_at = :now, outcome = :outcome, error = :error
+WHERE job_seq = :seq AND ended_at IS NULL
+
+-- name: release_dependents
+-- Blocked children of a job that just succeeded, whose parents are now all done (a parent
+-- purged meanwhile was done: only done parents are purged while a child still waits).
+-- A dependent never runs before its own due time.
+UPDATE jobs SET state = 'pending', due = max(due, :now)
+WHERE state = 'blocked'
+  AND seq IN (SELECT child_seq FROM deps WHERE parent_seq = :seq)
+  AND NOT EXISTS (
+      SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
+      WHERE d.child_seq = jobs.seq AND p.state != 'done'
+  )
+
+-- name: cancel_dependents
+UPDATE jobs SET state = 'cancelled', error = :error, finished_at = :now, expires_at = :now + keep
+WHERE state = 'blocked' AND seq IN (SELECT child_seq FROM deps WHERE parent_seq = :seq)
+RETURNING seq, id
+
+-- name: expired_leases
+SELECT * FROM jobs WHERE state = 'running' AND lease_expires <= ? ORDER BY lease_expires LIMIT ?
+
+-- name: holder_leases
+SELECT * FROM jobs WHERE state = 'running' AND holder IN (SELECT value FROM json_each(?))
+
+-- name: holders_on
+-- Holder ids are "<host>|<pid>|<started>": the range walks jobs_holder for one host.
+SELECT DISTINCT holder FROM jobs
+WHERE state = 'running' AND holder >= :host || '|' AND holder < :host || '}'
+ORDER BY holder
+
+-- name: request_cancel
+UPDATE jobs SET cancel_requested = 1 WHERE seq = ?
+
+-- name: retry_job
+UPDATE jobs SET
+    state = 'pending', due = :now, max_attempts = attempts + attempt_budget,
+    cancel_requested = 0, finished_at = NULL, expires_at = NULL
+WHERE id = :id AND state IN ('failed', 'cancelled')
+
+-- name: ahead
+SELECT count(*) FROM jobs
+WHERE state = 'pending' AND queue = :queue AND due <= max(:now, :due)
+  AND (priority > :priority
+       OR (priority = :priority AND (due < :due OR (due = :due AND seq < :seq))))
+
+-- name: executions_of
+SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM executions
+WHERE job_seq = ? ORDER BY id
+
+-- name: list_jobs
+SELECT * FROM jobs
+WHERE (:stored IS NULL OR state = :stored)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
+ORDER BY seq
+LIMIT :limit
+
+-- name: counts
+SELECT queue,
+       CASE WHEN state = 'pending' THEN (CASE WHEN due > :now THEN 'scheduled' ELSE 'waiting' END)
+            ELSE state END AS reported,
+       count(*)
+FROM jobs GROUP BY queue, reported
+
+-- name: purgeable
+SELECT seq FROM jobs
+WHERE expires_at <= :now AND state IN ('done', 'failed', 'cancelled')
+ORDER BY expires_at LIMIT :limit
+
+-- name: cron_last
+SELECT last_due FROM cron WHERE schedule = ?
+
+-- name: cron_record
+-- Records `due` only when it is later than the last one: one row changed means this call fires.
+INSERT INTO cron (schedule, last_due) VALUES (?, ?)
+ON CONFLICT (schedule) DO UPDATE SET last_due = excluded.last_due
+WHERE excluded.last_due > cron.last_due
+
+-- name: lead
+INSERT INTO leaders (name, holder, expires) VALUES (:name, :holder, :now + :ttl)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
+WHERE leaders.expires <= :now OR leaders.holder = excluded.holder
+
+-- name: resign
+DELETE FROM leaders WHERE name = ? AND holder = ?

@@ -1,0 +1,109 @@
+"""Rows to snapshots, and the statements of queries.sql (loaded once)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from tinyjobs.job import SCHEDULED, WAITING, Execution, Job
+from tinyjobs.stores.base import NewJob
+
+from .connection import load_blocks
+
+Q: dict[str, str] = load_blocks("queries.sql", "name")
+
+LIVE = ("pending", "blocked", "running")
+
+
+def reported_state(state: str, due: float, now: float) -> str:
+    """The state a user sees: a pending job is scheduled while its due time is ahead."""
+    if state == "pending":
+        return SCHEDULED if due > now else WAITING
+    return state
+
+
+def to_job(row: sqlite3.Row, now: float, created: bool = True) -> Job:
+    """A Job snapshot of a jobs row."""
+    result = row["result"]
+    after = row["after_ids"]
+    return Job(
+        id=row["id"],
+        task=row["task"],
+        queue=row["queue"],
+        args=json.loads(row["payload"]),
+        state=reported_state(row["state"], row["due"], now),
+        priority=row["priority"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        due_at=row["due"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        error=row["error"],
+        result=None if result is None else json.loads(result),
+        key=row["key"],
+        group=row["grp"],
+        after=tuple(json.loads(after)) if after else (),
+        created=created,
+        cancel_requested=bool(row["cancel_requested"]),
+    )
+
+
+def new_job_row(job: NewJob, due: float, now: float, state: str, error: str | None) -> tuple:
+    """The insert_job parameters of a new job."""
+    final = state == "cancelled"
+    return (
+        job.id,
+        job.task,
+        job.queue,
+        job.payload,
+        job.priority,
+        due,
+        state,
+        job.max_attempts,
+        job.max_attempts,
+        job.key,
+        job.group,
+        json.dumps(list(job.after)) if job.after else None,
+        job.dedupe,
+        job.keep,
+        error,
+        now,
+        now if final else None,
+        now + job.keep if final else None,
+    )
+
+
+def new_job_snapshot(job: NewJob, due: float, now: float) -> Job:
+    """The snapshot of a job just written pending, built without reading it back."""
+    return Job(
+        id=job.id,
+        task=job.task,
+        queue=job.queue,
+        args=json.loads(job.payload),
+        state=reported_state("pending", due, now),
+        priority=job.priority,
+        max_attempts=job.max_attempts,
+        due_at=due,
+        created_at=now,
+        key=job.key,
+        group=job.group,
+    )
+
+
+def to_execution(row: sqlite3.Row) -> Execution:
+    return Execution(
+        attempt=row["attempt"],
+        host=row["host"],
+        pid=row["pid"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        outcome=row["outcome"],
+        error=row["error"],
+    )
+
+
+def as_json(values: Any) -> str:
+    """A list of values as the JSON array that json_each reads."""
+    return json.dumps(list(values))

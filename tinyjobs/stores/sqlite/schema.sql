@@ -1,0 +1,96 @@
+-- The SQLite store's schema, as numbered migrations applied in order on open.
+-- Each `-- migration: N` block runs once, inside the BEGIN IMMEDIATE transaction that also
+-- records N in schema_version, so two processes opening one file at once cannot both run it.
+-- Never edit a released block: add a new one.
+
+-- migration: 1
+CREATE TABLE jobs (
+    -- seq is the rowid: enqueue order, each new job above every existing one (a replaced id
+    -- gets a later seq). No AUTOINCREMENT: its sqlite_sequence row would be one more page
+    -- written and synced per enqueue; a seq freed by deleting the newest job may come back,
+    -- but its steps, executions and deps went with it. They hang off seq, not id, because
+    -- an id can be reused once its job failed or was cancelled.
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    task TEXT NOT NULL,
+    queue TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    priority INTEGER NOT NULL DEFAULT 0,
+    due REAL NOT NULL,
+    state TEXT NOT NULL,             -- pending, blocked, running, done, failed, cancelled
+    attempts INTEGER NOT NULL DEFAULT 0,
+    max_attempts INTEGER NOT NULL,
+    attempt_budget INTEGER NOT NULL,
+    key TEXT,
+    grp TEXT,
+    after_ids TEXT,                  -- JSON list of the ids it runs after, NULL when none
+    dedupe REAL NOT NULL,
+    keep REAL NOT NULL,
+    error TEXT,
+    result TEXT,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    expires_at REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    token TEXT,
+    lease_expires REAL,
+    lease_seconds REAL,
+    holder TEXT
+);
+
+-- The claim walks this index in claim order and stops at the limit; only pending rows are in it.
+CREATE INDEX jobs_claim ON jobs (queue, priority DESC, due, seq) WHERE state = 'pending';
+-- A dedup key is held by at most one live job (JOB-09).
+CREATE UNIQUE INDEX jobs_live_key ON jobs (key)
+    WHERE key IS NOT NULL AND state IN ('pending', 'blocked', 'running');
+-- Running jobs: concurrency counts, reaping, renewals by token, holders of a dead process.
+CREATE INDEX jobs_running ON jobs (queue, grp) WHERE state = 'running';
+CREATE INDEX jobs_lease ON jobs (lease_expires) WHERE state = 'running';
+CREATE INDEX jobs_token ON jobs (token) WHERE token IS NOT NULL;
+CREATE INDEX jobs_holder ON jobs (holder) WHERE holder IS NOT NULL;
+-- Final jobs by the time purge may remove them.
+CREATE INDEX jobs_expires ON jobs (expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE steps (
+    job_seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (job_seq, name)
+) WITHOUT ROWID;
+
+CREATE TABLE executions (
+    id INTEGER PRIMARY KEY,
+    job_seq INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    outcome TEXT,
+    error TEXT,
+    -- queue and grp are copied here: an execution's start is the record rate limits count.
+    queue TEXT NOT NULL,
+    grp TEXT
+);
+CREATE INDEX executions_job ON executions (job_seq);
+CREATE INDEX executions_starts ON executions (queue, started_at);
+
+-- A job that runs after others (DEP-01): one row per (parent, child).
+CREATE TABLE deps (
+    parent_seq INTEGER NOT NULL,
+    child_seq INTEGER NOT NULL,
+    PRIMARY KEY (parent_seq, child_seq)
+) WITHOUT ROWID;
+CREATE INDEX deps_child ON deps (child_seq);
+
+CREATE TABLE cron (
+    schedule TEXT PRIMARY KEY,
+    last_due REAL NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE leaders (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires REAL NOT NULL
+) WITHOUT ROWID;

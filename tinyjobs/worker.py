@@ -1,0 +1,375 @@
+"""One worker process: claims due jobs in batches, runs them in its slots, renews all of its
+leases in one store call per half lease, and settles finished attempts in batches (group
+commit). SIGTERM/SIGINT drain it; a second one stops it now."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .execution import prepare, run_async, run_sync, timed_out
+from .holder import Holder
+from .log import get_logger, job_fields
+from .reaper import Reaper
+from .slots import AsyncSlots, ThreadSlots, Waker
+from .stores.base import Claimed, Settlement
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from .app import App
+    from .cron import CronScheduler
+
+IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
+LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
+STORE_RETRY = (0.1, 5.0)  # backoff bounds after a store error
+STOPPED, RECYCLE, MAX_JOBS, ORPHANED, HARD_STOP = (
+    "stopped",
+    "recycle",
+    "max-jobs",
+    "orphaned",
+    "hard-stop",
+)
+
+
+@dataclass
+class Running:
+    """A job in a slot: its claim, when it started, and what the worker learned since."""
+
+    claimed: Claimed
+    started: float
+    deadline: float | None
+    future: Future[None] | None = None
+    timed_out: bool = False
+    lost: bool = False
+    cancel: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Worker:
+    """Runs jobs of `queues` (every queue the app knows by default) in `slots` at once."""
+
+    def __init__(
+        self,
+        app: App,
+        slots: int = 8,
+        queues: Sequence[str] | None = None,
+        drain_timeout: float = 30.0,
+        *,
+        max_jobs: int | None = None,
+        parent_pid: int | None = None,
+        on_tick: Callable[[Worker], None] | None = None,
+        handle_signals: bool = True,
+        reaper: bool = True,
+    ) -> None:
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        self.app, self.slots, self.drain_timeout = app, slots, drain_timeout
+        self.queues = list(queues) if queues else app.known_queues()
+        self.policies = app.policies(self.queues)
+        self.max_jobs, self.parent_pid, self.on_tick = max_jobs, parent_pid, on_tick
+        self.handle_signals = handle_signals
+        self.holder = Holder.current()
+        self.running: dict[str, Running] = {}
+        self.finished = 0
+        self.reason: str | None = None
+        self._hard = False
+        self._drain_deadline = 0.0
+        self._results: queue.SimpleQueue[tuple[Running, Settlement | None]] = queue.SimpleQueue()
+        self._unsettled: list[tuple[Running, Settlement]] = []
+        self._unsettled_since = 0.0
+        self._waker = Waker()
+        self._threads: ThreadSlots | None = None
+        self._async = AsyncSlots()
+        self._next_renew = float("inf")
+        self._store_backoff = 0.0
+        self._retry_at = 0.0
+        self._log = get_logger(pid=os.getpid())
+        # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
+        self.reaper = Reaper(app.store, app.now, self._log) if reaper else None
+        # Cron likewise: any number of schedulers may tick, the store fires each due time once.
+        self.cron: CronScheduler | None = None
+        if reaper and app.crons:
+            from .cron import CronScheduler  # loaded already: app.crons came from @app.cron
+
+            self.cron = CronScheduler(app, self._log)
+
+    # -- control (safe from signal handlers: flags and one pipe write) ----------------------
+
+    def request_stop(self, reason: str = STOPPED) -> None:
+        """Stop claiming and drain: running jobs finish within the drain timeout."""
+        if self.reason is None:
+            self.reason = reason
+        self._waker.wake()
+
+    def request_hard_stop(self) -> None:
+        """Hand back every running job now and stop."""
+        self._hard = True
+        self.request_stop(HARD_STOP)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.reason is not None:
+            self.request_hard_stop()
+        else:
+            self.request_stop(STOPPED)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Work until stopped; returns why: stopped, recycle (a sync handler timed out),
+        max-jobs, orphaned (the parent died) or hard-stop."""
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
+        self._threads = ThreadSlots(self.slots)
+        watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
+        watcher.start()
+        self._log.info("worker.started", slots=self.slots, queues=self.queues)
+        if self.reaper is not None:
+            self._store_call("end_leases", self.reaper.end_dead_holders)
+        try:
+            self._loop()
+        finally:
+            self._threads.close()
+            self._async.close()
+            self._log.info("worker.stopped", reason=self.reason, jobs=self.finished)
+        return self.reason or STOPPED
+
+    def _loop(self) -> None:
+        draining_logged = False
+        while True:
+            self._settle_ready()
+            now = time.monotonic()
+            if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                self.reason, self._hard = ORPHANED, True
+            if self.reason is not None:
+                if not draining_logged:
+                    self._log.info("worker.draining", reason=self.reason, running=len(self.running))
+                    self._drain_deadline = now + (0 if self._hard else self.drain_timeout)
+                    draining_logged = True
+                if self._hard:  # a hard stop during a drain ends the drain now
+                    self._drain_deadline = min(self._drain_deadline, now)
+                if self._finish_drain(now):
+                    return
+            self._check_timeouts(now)
+            if now >= self._next_renew:
+                self._renew()
+            if self.reason is None:
+                self._claim()
+            if self.reaper is not None:
+                self.reaper.tick()
+            if self.cron is not None:
+                self.cron.poll()
+            if self.on_tick is not None:
+                self.on_tick(self)
+            self._waker.wait(self._sleep_for(now))
+
+    def _sleep_for(self, now: float) -> float:
+        wake_at = min(self._next_renew, now + IDLE_POLL)
+        for entry in self.running.values():
+            if entry.deadline is not None and not entry.timed_out:
+                wake_at = min(wake_at, entry.deadline)
+        if self.reason is not None:
+            wake_at = min(wake_at, self._drain_deadline)
+        if self._unsettled:
+            wake_at = min(wake_at, self._unsettled_since + LINGER)
+        return max(self._store_backoff, wake_at - now, 0.0)
+
+    def _watch_store(self) -> None:
+        """Wake the loop when the store says jobs may have changed (another process enqueued)."""
+        store = self.app.store
+        while self.reason is None:
+            try:
+                if store.wait(self.queues, 0.5) and len(self.running) < self.slots:
+                    self._waker.wake()
+            except Exception:  # the loop reports store errors; this thread only wakes it
+                time.sleep(0.5)
+
+    # -- claiming and running --------------------------------------------------------------
+
+    def _claim(self) -> None:
+        free = self.slots - len(self.running)
+        if free <= 0 or self._store_backoff > 0 and time.monotonic() < self._retry_at:
+            return
+        claimed = self._store_call(
+            "claim", self.app.store.claim, self.policies, self.holder, free, self.app.now()
+        )
+        for item in claimed or []:
+            self._start(item)
+        if claimed and len(claimed) == free:
+            self._waker.wake()  # there may be more; come back once slots free up
+
+    def _start(self, claimed: Claimed) -> None:
+        job = claimed.job
+        self._log.info("job.started", **job_fields(job))
+        prepared = prepare(self.app.tasks, claimed, self.app.store, self.app.now)
+        entry = Running(claimed, time.monotonic(), None)
+        self.running[claimed.token] = entry
+        self._next_renew = min(self._next_renew, time.monotonic() + claimed.lease / 2)
+        if isinstance(prepared, Settlement):
+            self._results.put((entry, prepared))
+            return
+        timeout = self.app.timeout_for(prepared[0])
+        if prepared[0].is_async:
+            entry.future = self._async.submit(self._run_async(entry, prepared, timeout))
+            return
+        if timeout is not None:
+            entry.deadline = entry.started + timeout
+
+        def call() -> None:
+            self._results.put((entry, run_sync(prepared, claimed)))
+            self._waker.wake()
+
+        assert self._threads is not None
+        self._threads.submit(call)
+
+    async def _run_async(self, entry: Running, prepared: Any, timeout: float | None) -> None:
+        import asyncio
+
+        try:
+            settlement = await run_async(prepared, entry.claimed, timeout)
+        except asyncio.CancelledError:
+            job = entry.claimed.job
+            settlement = Settlement(job.id, entry.claimed.token, "retry", error="cancelled while running")
+        self._results.put((entry, settlement))
+        self._waker.wake()
+
+    def _check_timeouts(self, now: float) -> None:
+        """A sync handler past its timeout cannot be stopped: keep its lease, stop claiming,
+        let the others finish, then settle it as timed out and recycle the process (JOB-12)."""
+        for entry in self.running.values():
+            if entry.deadline is not None and now >= entry.deadline and not entry.timed_out:
+                entry.timed_out = True
+                self._log.warning("job.timeout", **job_fields(entry.claimed.job))
+                self.request_stop(RECYCLE)
+
+    # -- settling ----------------------------------------------------------------------------
+
+    def _settle_ready(self) -> None:
+        while True:
+            try:
+                entry, settlement = self._results.get_nowait()
+            except queue.Empty:
+                break
+            if entry.timed_out:
+                continue  # settled as a timeout when the process leaves
+            if settlement is None or entry.lost:
+                self.running.pop(entry.claimed.token, None)
+                self._log.warning("job.lease_lost", **job_fields(entry.claimed.job))
+                continue
+            if not self._unsettled:
+                self._unsettled_since = time.monotonic()
+            self._unsettled.append((entry, settlement))
+        if self._unsettled and self._settle_now():
+            self._flush(self._unsettled)
+
+    def _settle_now(self) -> bool:
+        """Group commit: settle once every running job has finished, or half the slots have,
+        or the oldest finished attempt has waited LINGER; one transaction then covers many."""
+        return (
+            self.reason is not None
+            or len(self._unsettled) >= len(self.running)
+            or len(self._unsettled) >= max(1, self.slots // 2)
+            or time.monotonic() - self._unsettled_since >= LINGER
+        )
+
+    def _flush(self, batch: list[tuple[Running, Settlement]]) -> bool:
+        applied = self._store_call("settle", self.app.store.settle, [s for _, s in batch], self.app.now())
+        if applied is None:
+            return False  # kept in self._unsettled; retried after the backoff
+        for (entry, settlement), ok in zip(batch, applied, strict=True):
+            self.running.pop(entry.claimed.token, None)
+            self.finished += 1
+            self._log_settlement(entry, settlement, ok)
+        batch.clear()
+        if self.max_jobs is not None and self.finished >= self.max_jobs:
+            self.request_stop(MAX_JOBS)
+        return True
+
+    def _log_settlement(self, entry: Running, settlement: Settlement, ok: bool) -> None:
+        job = entry.claimed.job
+        fields = job_fields(job)
+        if not ok:
+            self._log.warning("job.lease_lost", **fields)
+        elif settlement.outcome == "done":
+            self._log.info("job.done", **fields, seconds=round(time.monotonic() - entry.started, 6))
+        elif settlement.outcome == "retry" and job.attempts >= job.max_attempts:
+            self._log.error("job.failed", **fields, error=_first_line(settlement.error))
+        elif settlement.outcome == "retry":
+            self._log.warning(
+                "job.retrying",
+                **fields,
+                delay=round(settlement.delay, 3),
+                error=_first_line(settlement.error),
+            )
+        elif settlement.outcome == "fail":
+            self._log.error("job.failed", **fields, error=_first_line(settlement.error))
+        elif settlement.outcome == "snooze":
+            self._log.info("job.snoozed", **fields, delay=settlement.delay)
+        else:
+            self._log.info("job.handed_back", **fields)
+
+    def _finish_drain(self, now: float) -> bool:
+        """True when the drain is over: nothing but timed-out jobs runs, or the deadline
+        passed (what still runs is handed back, uncounted). Timed-out jobs settle last."""
+        live = [e for e in self.running.values() if not e.timed_out]
+        if live and now < self._drain_deadline:
+            return False
+        batch = [(e, Settlement(e.claimed.job.id, e.claimed.token, "handback")) for e in live if not e.lost]
+        for entry in live:
+            if entry.future is not None:
+                entry.future.cancel()
+        for entry in self.running.values():
+            if entry.timed_out:
+                timeout = self.app.timeout_for(self.app.tasks[entry.claimed.job.task]) or 0.0
+                batch.append((entry, timed_out(entry.claimed, timeout)))
+        if batch and not self._flush(batch):
+            return now >= self._drain_deadline + 5.0  # the store is down: give up after a grace
+        return True
+
+    # -- leases ------------------------------------------------------------------------------
+
+    def _renew(self) -> None:
+        if not self.running:
+            self._next_renew = float("inf")
+            return
+        tokens = [t for t, e in self.running.items() if not e.lost]
+        statuses = self._store_call("renew", self.app.store.renew, tokens, self.app.now()) or {}
+        for token, status in statuses.items():
+            entry = self.running.get(token)
+            if entry is None or status == "ok":
+                continue
+            if status == "lost":
+                entry.lost = True
+            elif not entry.cancel:
+                entry.cancel = True
+                self._log.info("job.cancel_requested", **job_fields(entry.claimed.job))
+            if entry.future is not None:
+                entry.future.cancel()
+        lease = min(e.claimed.lease for e in self.running.values())
+        self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
+
+    def _store_call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call the store; on an error log it, back off (capped) and return None."""
+        try:
+            result = fn(*args)
+        except Exception as err:
+            self._store_backoff = min(STORE_RETRY[1], max(STORE_RETRY[0], self._store_backoff * 2))
+            self._retry_at = time.monotonic() + self._store_backoff
+            self._log.error("store.error", operation=what, error=str(err), retry_in=self._store_backoff)
+            return None
+        self._store_backoff = 0.0
+        return result
+
+
+def _first_line(text: str | None) -> str | None:
+    if not text:
+        return text
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text
