@@ -1,0 +1,140 @@
+"""Claiming on PostgreSQL: `FOR UPDATE SKIP LOCKED` in batches, limits counted in the same
+transaction. Only queues with limits take a lock (a transaction-level advisory lock per limited
+queue), so claims of unlimited queues never wait on one another (LIM-01..03)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ...holder import Holder
+from ..base import Claimed, QueuePolicy
+from .rows import NCOLS, to_job
+
+_NO_LIMIT = 2**31 - 1
+
+
+def limited(policy: QueuePolicy) -> bool:
+    return any(
+        v is not None for v in (policy.concurrency, policy.rate, policy.group_concurrency, policy.group_rate)
+    )
+
+
+def _counts(cur: Any, q: dict[str, str], policy: QueuePolicy, now: float) -> tuple:
+    """(running, recent starts, running per group, recent starts per group) of one queue."""
+    cur.execute(
+        q["limit_counts"],
+        {
+            "now": now,
+            "queue": policy.name,
+            "period": float(policy.rate[1]) if policy.rate else 0.0,
+            "gperiod": float(policy.group_rate[1]) if policy.group_rate else 0.0,
+        },
+    )
+    running, started = 0, 0
+    grun: dict[str, int] = {}
+    gstart: dict[str, int] = {}
+    for kind, group, n in cur.fetchall():
+        if kind == "run":
+            running += n
+            if group is not None:
+                grun[group] = n
+        elif kind == "rate":
+            started = n
+        else:
+            gstart[group] = n
+    return running, started, grun, gstart
+
+
+def _group_rooms(policy: QueuePolicy, grun: dict, gstart: dict) -> tuple[dict[str, int], int]:
+    """Room left per group seen recently, and the room of any other group."""
+    caps = []
+    if policy.group_concurrency is not None:
+        caps.append(policy.group_concurrency)
+    if policy.group_rate is not None:
+        caps.append(policy.group_rate[0])
+    default = min(caps) if caps else _NO_LIMIT
+    rooms: dict[str, int] = {}
+    for group in set(grun) | set(gstart):
+        room = default
+        if policy.group_concurrency is not None:
+            room = min(room, policy.group_concurrency - grun.get(group, 0))
+        if policy.group_rate is not None:
+            room = min(room, policy.group_rate[0] - gstart.get(group, 0))
+        rooms[group] = max(room, 0)
+    return rooms, default
+
+
+def candidates(cur: Any, q: dict[str, str], policy: QueuePolicy, now: float, limit: int) -> list:
+    """Ids of due jobs of a limited queue that its limits let start now, in claim order. The
+    caller holds the queue's advisory lock, so no other claim of it counts at the same time."""
+    running, started, grun, gstart = _counts(cur, q, policy, now)
+    room = limit
+    if policy.concurrency is not None:
+        room = min(room, policy.concurrency - running)
+    if policy.rate is not None:
+        room = min(room, policy.rate[0] - started)
+    if room <= 0:
+        return []
+    rooms, default = _group_rooms(policy, grun, gstart)
+    cur.execute(
+        q["limit_candidates"],
+        {
+            "now": now,
+            "queue": policy.name,
+            "groups": list(rooms),
+            "rooms": list(rooms.values()),
+            "default_room": default,
+            "limit": room,
+        },
+    )
+    return [row[0] for row in cur.fetchall()]
+
+
+def claim(
+    cur: Any,
+    q: dict[str, str],
+    schema: str,
+    queues: Mapping[str, QueuePolicy],
+    holder: Holder,
+    limit: int,
+    now: float | None,
+) -> list[Claimed]:
+    """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03)."""
+    if limit <= 0 or not queues:
+        return []
+    lim = sorted(name for name, policy in queues.items() if limited(policy))
+    ids: list[str] = []
+    if lim:
+        cur.execute(q["limit_lock"], {"schema": schema, "queues": lim})
+        if now is None:
+            # clock_timestamp(), not now(): the transaction's start time is older than the lock
+            # wait, and a claim that waited must not judge rate windows by it.
+            cur.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
+            now = cur.fetchone()[0]
+        for name in lim:
+            ids += candidates(cur, q, queues[name], now, limit)
+    cur.execute(
+        q["claim"],
+        {
+            "now": now,
+            "queues": list(queues),
+            "leases": [float(p.lease) for p in queues.values()],
+            "free": [name for name in queues if name not in lim],
+            "ids": ids,
+            "limit": limit,
+            "holder": holder.id,
+            "host": holder.hostname,
+            "pid": holder.pid,
+        },
+    )
+    return [
+        Claimed(
+            job=to_job(row, row[NCOLS + 2]),
+            token=row[NCOLS],
+            lease=row[NCOLS + 1],
+            steps=json.loads(row[NCOLS + 3]) if row[NCOLS + 3] else {},
+        )
+        for row in cur.fetchall()
+    ]

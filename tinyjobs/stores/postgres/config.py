@@ -1,0 +1,57 @@
+"""Reading a postgresql:// URL: the libpq connection string and tinyjobs' own options."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from psycopg.conninfo import conninfo_to_dict
+
+from ...errors import ConfigError
+from ...urls import mask, split
+
+DEFAULT_SCHEMA = "tinyjobs"
+# Options read by tinyjobs and removed before the URL reaches libpq.
+_OWN = {"schema"}
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `open` needs: the libpq URL, the schema and the URL to print (password masked)."""
+
+    url: str
+    conninfo: str
+    schema: str
+    masked: str
+
+    @property
+    def channel(self) -> str:
+        """The LISTEN/NOTIFY channel of this schema."""
+        return f"tinyjobs_{self.schema}"
+
+
+def parse(url: str) -> Settings:
+    """Settings from a postgresql:// or postgres:// URL; ConfigError (password masked) if bad."""
+    scheme, netloc, path, query = split(url)
+    if scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"store URL {mask(url)!r} is not a postgresql:// URL")
+    try:
+        _ = urlsplit(url).port
+    except ValueError as err:
+        raise ConfigError(f"store URL {mask(url)!r} is malformed: {err}") from None
+    schema = query.get("schema", DEFAULT_SCHEMA)
+    if not _SCHEMA_NAME.match(schema):
+        raise ConfigError(
+            f"store URL {mask(url)!r}: schema {schema!r} must be letters, digits and _ "
+            "(at most 48), not starting with a digit"
+        )
+    rest = {k: v for k, v in query.items() if k not in _OWN}
+    rest.setdefault("connect_timeout", "5")
+    conninfo = urlunsplit(("postgresql", netloc, path, urlencode(rest), ""))
+    try:
+        conninfo_to_dict(conninfo)
+    except Exception as err:  # psycopg.ProgrammingError: bad parameter or syntax
+        raise ConfigError(f"store URL {mask(url)!r} is malformed: {mask(str(err))}") from None
+    return Settings(url=url, conninfo=conninfo, schema=schema, masked=mask(url))

@@ -1,0 +1,169 @@
+"""Connections of the PostgreSQL store: one per thread, opened lazily, never across a fork.
+
+Each store operation runs as one transaction through `Connections.run`, which reconnects with
+backoff after a dropped connection and runs the operation again when that is safe: always when
+the failure came before COMMIT was sent (nothing was written), and after an unanswered COMMIT
+only for idempotent operations (settlement by lease token, enqueue by id, renewals)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from ...errors import StoreError, StoreUnavailable
+from .config import Settings
+
+T = TypeVar("T")
+# Connections inherited from a parent process: kept referenced, never used nor closed, so that
+# the parent's session is not ended by a child's garbage collection (no connection crosses fork).
+_INHERITED: list[Any] = []
+_WEAK = ("off", "local", "remote_write")
+_GONE = (pgerrors.AdminShutdown, pgerrors.CannotConnectNow, pgerrors.CrashShutdown)
+
+
+class Connections:
+    """Per-thread connections to one database, with the session's synchronous_commit level
+    checked once per connection and raised to `on` per write transaction when weaker."""
+
+    def __init__(self, settings: Settings, retry_for: float = 10.0) -> None:
+        self.settings = settings
+        self.retry_for = retry_for
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[tuple[psycopg.Connection, int]] = []
+        self.closed = False
+
+    def connect(self, autocommit: bool = False) -> psycopg.Connection:
+        """A new connection; StoreUnavailable (URL masked) when the server cannot be reached."""
+        try:
+            return psycopg.connect(self.settings.conninfo, autocommit=autocommit)
+        except psycopg.Error as err:
+            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {reason}") from None
+
+    def get(self) -> tuple[psycopg.Connection, bool]:
+        """This thread's connection and whether its writes must raise synchronous_commit."""
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is not None and local.pid != os.getpid():
+            _INHERITED.append(conn)
+            conn = local.conn = None
+        if conn is not None and (conn.closed or conn.broken):
+            self.discard(conn)
+            conn = None
+        if conn is None:
+            if self.closed:
+                raise StoreError("the PostgreSQL store is closed")
+            conn = self.connect()
+            with conn.cursor() as cur:
+                cur.execute("SHOW synchronous_commit")
+                row = cur.fetchone()
+            conn.rollback()
+            local.conn, local.pid = conn, os.getpid()
+            local.weak = row is not None and row[0] in _WEAK
+            with self._lock:
+                self._open.append((conn, os.getpid()))
+        return conn, local.weak
+
+    def discard(self, conn: psycopg.Connection) -> None:
+        """Forget a connection (closing it quietly when it belongs to this process)."""
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        with self._lock:
+            owners = [pid for c, pid in self._open if c is conn]
+            self._open = [(c, pid) for c, pid in self._open if c is not conn]
+        _close(conn, owners[0] if owners else os.getpid())
+
+    def run(
+        self,
+        op: Callable[[psycopg.Cursor, bool], T],
+        *,
+        write: bool = True,
+        idempotent: bool = False,
+        raise_sync: str = "",
+    ) -> T:
+        """Run `op(cursor, retrying)` as one transaction and commit it.
+
+        `retrying` is True when an earlier try may have committed (its COMMIT went unanswered),
+        so that the operation can recognise its own earlier effect."""
+        deadline = time.monotonic() + self.retry_for
+        delay, retrying = 0.05, False
+        while True:
+            committing = False
+            try:
+                conn, weak = self.get()
+                with conn.cursor() as cur:
+                    if write and weak:
+                        cur.execute(raise_sync)
+                    result = op(cur, retrying)
+                    committing = True
+                    conn.commit()
+                return result
+            except psycopg.OperationalError as err:
+                if not self._dropped(err):
+                    self._rollback()
+                    raise
+                self._forget_current()
+                if committing and not idempotent:
+                    raise StoreUnavailable(
+                        f"PostgreSQL at {self.settings.masked}: connection lost while "
+                        f"committing; the outcome is unknown: {err}"
+                    ) from None
+                retrying = retrying or committing
+                if time.monotonic() + delay > deadline:
+                    raise StoreUnavailable(
+                        f"PostgreSQL at {self.settings.masked} is unreachable: {err}"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except StoreUnavailable:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _dropped(self, err: BaseException) -> bool:
+        conn = getattr(self._local, "conn", None)
+        return isinstance(err, _GONE) or conn is None or conn.closed or conn.broken
+
+    def _forget_current(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self.discard(conn)
+
+    def _rollback(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            return
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            self.discard(conn)
+
+    def close(self) -> None:
+        """Close every connection this process opened; the store is unusable afterwards."""
+        self.closed = True
+        with self._lock:
+            conns, self._open = self._open, []
+        for conn, pid in conns:
+            _close(conn, pid)
+
+
+def _close(conn: psycopg.Connection, owner: int) -> None:
+    """Close a connection this process opened; keep one inherited across fork untouched."""
+    if owner != os.getpid():
+        _INHERITED.append(conn)
+        return
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001  (already broken)
+        pass

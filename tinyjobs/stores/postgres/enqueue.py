@@ -1,0 +1,145 @@
+"""Adding jobs on PostgreSQL: one INSERT of the whole batch (unnest arrays), run inside one
+transaction, ours or the caller's (JOB-02)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import JobNotFound, StoreError
+from ...job import Job
+from ..base import NewJob
+from .rows import NCOLS, to_job
+
+_LIVE = ("pending", "blocked", "running")
+
+
+def _batch(jobs: Sequence[NewJob]) -> tuple[list[int], dict[int, int]]:
+    """The items to write (first of each id and key) and, for repeats, the item they repeat."""
+    by_id: dict[str, int] = {}
+    by_key: dict[str, int] = {}
+    primary: list[int] = []
+    alias: dict[int, int] = {}
+    for i, job in enumerate(jobs):
+        first = by_id.get(job.id)
+        if first is None and job.key is not None:
+            first = by_key.get(job.key)
+        if first is not None:
+            alias[i] = first
+            continue
+        by_id[job.id] = i
+        if job.key is not None:
+            by_key[job.key] = i
+        primary.append(i)
+    return primary, alias
+
+
+def _initial_states(cur: Any, q: dict[str, str], jobs: list[NewJob]) -> list[tuple[str, str | None]]:
+    """The (state, error) each job starts in (DEP-01). Parents are read and locked against
+    settlement until commit; a parent earlier in the batch counts with the state it is added
+    in. JobNotFound naming the first parent that exists nowhere."""
+    wanted = list(dict.fromkeys(p for job in jobs for p in job.after))
+    states: dict[str, str] = {}
+    if wanted:
+        cur.execute(q["enqueue_parents"], {"ids": wanted})
+        states = dict(cur.fetchall())
+    out = []
+    for job in jobs:
+        for parent in job.after:
+            if parent not in states:
+                raise JobNotFound(f"job {parent!r} named in after= does not exist")
+        out.append(_initial(job, states) if job.after else ("pending", None))
+        if states.get(job.id) in (None, "failed", "cancelled"):
+            states[job.id] = out[-1][0]  # added (or replacing a final job) in list order
+    return out
+
+
+def _initial(job: NewJob, states: dict[str, str]) -> tuple[str, str | None]:
+    """The state a new job starts in, with the error of one cancelled by its parents."""
+    for parent in job.after:
+        state = states[parent]
+        if state in ("failed", "cancelled"):
+            why = "failed" if state == "failed" else "was cancelled"
+            return "cancelled", f"cancelled: job {parent} it runs after {why}"
+    if all(states[p] == "done" for p in job.after):
+        return "pending", None
+    return "blocked", None
+
+
+def _params(jobs: list[NewJob], initial: list, now: float | None, channel: str | None) -> dict:
+    return {
+        "now": now,
+        "channel": channel or "",
+        "notify": channel is not None,
+        "ids": [j.id for j in jobs],
+        "tasks": [j.task for j in jobs],
+        "queues": [j.queue for j in jobs],
+        "payloads": [j.payload for j in jobs],
+        "priorities": [j.priority for j in jobs],
+        "delays": [float(j.delay) for j in jobs],
+        "ats": [None if j.at is None else float(j.at) for j in jobs],
+        "keys": [j.key for j in jobs],
+        "groups": [j.group for j in jobs],
+        "afters": [json.dumps(list(j.after)) if j.after else None for j in jobs],
+        "max_attempts": [j.max_attempts for j in jobs],
+        "dedupes": [float(j.dedupe) for j in jobs],
+        "keeps": [float(j.keep) for j in jobs],
+        "states": [s for s, _ in initial],
+        "errors": [e for _, e in initial],
+    }
+
+
+def _existing(cur: Any, q: dict[str, str], jobs: list[NewJob], now: float | None) -> dict:
+    """Jobs that hold the ids or keys of items that were not written: ("id"|"key", value) ->
+    row. A final job that the id could replace does not hold its id."""
+    keys = [j.key for j in jobs if j.key is not None]
+    cur.execute(q["enqueue_existing"], {"now": now, "ids": [j.id for j in jobs], "keys": keys})
+    found: dict[tuple[str, str], Any] = {}
+    for row in cur.fetchall():
+        if row[4] in _LIVE and row[14] is not None:
+            found[("key", row[14])] = row
+        if row[NCOLS + 1]:
+            found[("id", row[0])] = row
+    return found
+
+
+def enqueue(
+    cur: Any, q: dict[str, str], jobs: Sequence[NewJob], now: float | None, channel: str | None
+) -> list[Job]:
+    """Write the batch on `cur`'s transaction and return the snapshots in order (JOB-09,
+    DEP-01). Atomic with that transaction: nothing of the batch exists until it commits.
+
+    With `channel`, the transaction also notifies it (sent at commit). Our own transactions
+    pass None and notify after commit instead: a notifying transaction holds a global lock
+    through its commit's flush, which would serialise every enqueue of the database."""
+    primary, alias = _batch(jobs)
+    todo = [jobs[i] for i in primary]
+    initial = _initial_states(cur, q, todo)
+    cur.execute(q["enqueue"], _params(todo, initial, now, channel))
+    written = {row[0]: row for row in cur.fetchall()}
+    replaced = [row[0] for row in written.values() if row[NCOLS]]
+    if replaced:
+        cur.execute(q["forget"], {"ids": replaced})
+    blocked = [(p, row[0]) for row in written.values() if row[4] == "blocked" for p in row[16]]
+    if blocked:
+        cur.execute(q["enqueue_deps"], {"parents": [p for p, _ in blocked],
+                                        "children": [c for _, c in blocked]})  # fmt: skip
+    missing = [job for job in todo if job.id not in written]
+    found = _existing(cur, q, missing, now) if missing else {}
+    out: list[Job | None] = [None] * len(jobs)
+    for i, job in enumerate(jobs):
+        if i in alias:
+            first = out[alias[i]]
+            assert first is not None
+            out[i] = dataclasses.replace(first, created=False)
+        elif job.id in written:
+            row = written[job.id]
+            out[i] = to_job(row, row[NCOLS + 1], created=True)
+        else:
+            row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
+            if row is None:
+                raise StoreError(f"job {job.id!r} was neither added nor found; try again")
+            out[i] = to_job(row, row[NCOLS], created=False)
+    return [job for job in out if job is not None]

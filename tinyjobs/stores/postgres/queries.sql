@@ -1,0 +1,421 @@
+-- The statements of the PostgreSQL store, one `-- name: <method>` block each.
+-- Placeholders in braces are filled with psycopg.sql (quoted identifiers, column lists);
+-- %(name)s are query parameters. Each block starts from `t`, the operation's clock: the caller's
+-- `now` when given, else the server's transaction time (CLK-01).
+
+-- name: clock
+SELECT extract(epoch FROM clock_timestamp())::float8
+
+-- name: raise_sync_commit
+SELECT set_config('synchronous_commit', 'on', true)
+WHERE current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')
+
+-- name: enqueue
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+src AS (
+    SELECT s.*, nextval({seq}) AS seq FROM (
+        SELECT * FROM unnest(
+            %(ids)s::text[], %(tasks)s::text[], %(queues)s::text[], %(payloads)s::text[],
+            %(priorities)s::int[], %(delays)s::float8[], %(ats)s::float8[], %(keys)s::text[],
+            %(groups)s::text[], %(afters)s::text[], %(max_attempts)s::int[],
+            %(dedupes)s::float8[], %(keeps)s::float8[], %(states)s::text[], %(errors)s::text[]
+        ) WITH ORDINALITY AS s(id, task, queue, payload, priority, delay, at, key, grp, after_json,
+                               max_attempts, dedupe, keep, state, error, ord)
+        ORDER BY s.ord
+    ) s
+),
+ins AS (
+    INSERT INTO {jobs} AS j (id, task, queue, payload, priority, due, seq, state, attempts,
+        max_attempts, attempt_budget, key, grp, after_ids, dedupe, keep, error, result,
+        created_at, started_at, finished_at, expires_at, cancel_requested, token, last_token,
+        lease_expires, lease_seconds, holder)
+    SELECT src.id, src.task, src.queue, src.payload, src.priority,
+        COALESCE(src.at, t.now + src.delay), src.seq, src.state, 0, src.max_attempts,
+        src.max_attempts, src.key, src.grp,
+        CASE WHEN src.after_json IS NULL THEN ARRAY[]::text[]
+             ELSE ARRAY(SELECT json_array_elements_text(src.after_json::json)) END,
+        src.dedupe, src.keep, src.error, NULL, t.now, NULL,
+        CASE WHEN src.state = 'cancelled' THEN t.now END,
+        CASE WHEN src.state = 'cancelled' THEN t.now + src.keep END,
+        false, NULL, NULL, NULL, NULL, NULL
+    FROM src, t
+    WHERE src.key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM {jobs} k
+        WHERE k.key = src.key AND k.state IN ('pending', 'blocked', 'running'))
+    ORDER BY src.ord
+    ON CONFLICT (id) DO UPDATE SET task = EXCLUDED.task, queue = EXCLUDED.queue,
+        payload = EXCLUDED.payload, priority = EXCLUDED.priority, due = EXCLUDED.due,
+        seq = EXCLUDED.seq, state = EXCLUDED.state, attempts = 0,
+        max_attempts = EXCLUDED.max_attempts, attempt_budget = EXCLUDED.attempt_budget,
+        key = EXCLUDED.key, grp = EXCLUDED.grp, after_ids = EXCLUDED.after_ids,
+        dedupe = EXCLUDED.dedupe, keep = EXCLUDED.keep, error = EXCLUDED.error, result = NULL,
+        created_at = EXCLUDED.created_at, started_at = NULL,
+        finished_at = EXCLUDED.finished_at, expires_at = EXCLUDED.expires_at,
+        cancel_requested = false, token = NULL, last_token = NULL, lease_expires = NULL,
+        lease_seconds = NULL, holder = NULL
+    WHERE j.state IN ('failed', 'cancelled')
+       OR (j.state = 'done' AND j.expires_at <= EXCLUDED.created_at)
+    RETURNING {jcols}, (j.xmax <> 0) AS replaced
+)
+SELECT ins.*, t.now,
+    (SELECT count(pg_notify(%(channel)s, q.queue))
+     FROM (SELECT DISTINCT queue FROM ins) q WHERE %(notify)s) AS notified
+FROM ins, t
+
+-- name: enqueue_existing
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT {cols}, t.now,
+    state IN ('pending', 'blocked', 'running') OR (state = 'done' AND expires_at > t.now)
+FROM {jobs}, t
+WHERE id = ANY(%(ids)s::text[])
+   OR (key = ANY(%(keys)s::text[]) AND state IN ('pending', 'blocked', 'running'))
+
+-- name: enqueue_parents
+SELECT id, state FROM {jobs} WHERE id = ANY(%(ids)s::text[]) FOR SHARE
+
+-- name: enqueue_deps
+INSERT INTO {deps} (parent_id, job_id)
+SELECT * FROM unnest(%(parents)s::text[], %(children)s::text[])
+ON CONFLICT DO NOTHING
+
+-- name: forget
+-- The steps, executions and dependencies of jobs that were deleted or replaced.
+WITH s AS (DELETE FROM {steps} WHERE job_id = ANY(%(ids)s::text[])),
+e AS (DELETE FROM {executions} WHERE job_id = ANY(%(ids)s::text[]))
+DELETE FROM {deps} WHERE job_id = ANY(%(ids)s::text[])
+
+-- name: claim
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+pol AS (SELECT * FROM unnest(%(queues)s::text[], %(leases)s::float8[]) AS p(queue, lease)),
+free AS (
+    SELECT x.* FROM unnest(%(free)s::text[]) AS q(name), LATERAL (
+        SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
+        WHERE j.state = 'pending' AND j.queue = q.name AND j.due <= (SELECT now FROM t)
+        ORDER BY j.priority DESC, j.due, j.seq
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) x
+),
+picked AS (
+    SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
+    WHERE j.id = ANY(%(ids)s::text[]) AND j.state = 'pending'
+    FOR UPDATE SKIP LOCKED
+),
+cand AS (
+    SELECT c.id FROM (SELECT * FROM free UNION ALL SELECT * FROM picked) c
+    ORDER BY c.priority DESC, c.due, c.seq
+    LIMIT %(limit)s
+),
+upd AS (
+    UPDATE {jobs} j SET state = 'running', attempts = j.attempts + 1, started_at = t.now,
+        token = replace(gen_random_uuid()::text, '-', ''), lease_seconds = pol.lease,
+        lease_expires = t.now + pol.lease, holder = %(holder)s
+    FROM cand, pol, t
+    WHERE j.id = cand.id AND pol.queue = j.queue
+    RETURNING {jcols}, j.token, j.lease_seconds
+),
+ex AS (
+    INSERT INTO {executions} (job_id, queue, grp, attempt, host, pid, started_at)
+    SELECT id, queue, grp, attempts, %(host)s, %(pid)s, started_at FROM upd
+)
+SELECT upd.*, t.now,
+    (SELECT json_object_agg(s.name, s.value) FROM {steps} s WHERE s.job_id = upd.id)::text
+FROM upd, t
+ORDER BY upd.priority DESC, upd.due, upd.seq
+
+-- name: limit_lock
+SELECT pg_advisory_xact_lock(hashtextextended(%(schema)s || '/' || q, 0))
+FROM unnest(%(queues)s::text[]) AS q ORDER BY q
+
+-- name: limit_counts
+-- Live leases and recent starts of one limited queue, per group: ('run'|'rate'|'grate', grp, n).
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT 'run', grp, count(*) FROM {jobs}
+WHERE state = 'running' AND queue = %(queue)s GROUP BY grp
+UNION ALL
+SELECT 'rate', NULL, count(*) FROM {executions}, t
+WHERE queue = %(queue)s AND started_at > t.now - %(period)s AND started_at <= t.now
+UNION ALL
+SELECT 'grate', grp, count(*) FROM {executions}, t
+WHERE queue = %(queue)s AND grp IS NOT NULL
+  AND started_at > t.now - %(gperiod)s AND started_at <= t.now
+GROUP BY grp
+
+-- name: limit_candidates
+-- Due jobs of one limited queue that fit its room, at most `room` per group (LIM-03).
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+room AS (SELECT * FROM unnest(%(groups)s::text[], %(rooms)s::int[]) AS r(grp, room)),
+c AS (
+    SELECT j.id, j.grp, j.priority, j.due, j.seq,
+        row_number() OVER (PARTITION BY j.grp ORDER BY j.priority DESC, j.due, j.seq) AS rn
+    FROM {jobs} j
+    WHERE j.state = 'pending' AND j.queue = %(queue)s AND j.due <= (SELECT now FROM t)
+)
+SELECT c.id FROM c LEFT JOIN room r ON r.grp = c.grp
+WHERE c.grp IS NULL OR c.rn <= COALESCE(r.room, %(default_room)s)
+ORDER BY c.priority DESC, c.due, c.seq
+LIMIT %(limit)s
+
+-- name: settle
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+s AS (
+    SELECT * FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(outcomes)s::text[],
+        %(results)s::text[], %(errors)s::text[], %(delays)s::float8[], %(executions)s::text[])
+    WITH ORDINALITY AS s(job_id, token, outcome, result, error, delay, execution, ord)
+),
+one AS (SELECT DISTINCT ON (job_id) * FROM s ORDER BY job_id, ord),
+cur AS (
+    SELECT j.id, j.cancel_requested, one.*,
+        CASE WHEN one.outcome <> 'done' AND j.cancel_requested THEN 'cancelled'
+             WHEN one.outcome = 'done' THEN 'done'
+             WHEN one.outcome = 'fail' THEN 'failed'
+             WHEN one.outcome = 'retry' AND j.attempts >= j.max_attempts THEN 'failed'
+             ELSE 'pending' END AS new_state
+    FROM {jobs} j JOIN one ON j.id = one.job_id AND j.token = one.token
+    WHERE j.state = 'running'
+    FOR UPDATE OF j
+),
+upd AS (
+    UPDATE {jobs} j SET state = cur.new_state,
+        attempts = CASE WHEN cur.outcome IN ('snooze', 'handback') AND cur.new_state = 'pending'
+                        THEN j.attempts - 1
+                        ELSE j.attempts END,
+        result = CASE WHEN cur.new_state = 'done' THEN cur.result ELSE j.result END,
+        error = CASE WHEN cur.new_state = 'done' THEN NULL
+                     WHEN cur.new_state = 'cancelled' THEN 'cancelled while running'
+                     WHEN cur.outcome IN ('retry', 'fail') THEN cur.error
+                     ELSE j.error END,
+        due = CASE WHEN cur.new_state = 'pending' AND cur.outcome IN ('retry', 'snooze')
+                   THEN t.now + cur.delay ELSE j.due END,
+        finished_at = CASE WHEN cur.new_state <> 'pending' THEN t.now END,
+        expires_at = CASE WHEN cur.new_state = 'done' THEN t.now + j.dedupe
+                          WHEN cur.new_state <> 'pending' THEN t.now + j.keep END,
+        token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
+        holder = NULL
+    FROM cur, t
+    WHERE j.id = cur.id
+    RETURNING j.id, j.state, j.queue, cur.ord
+),
+ex AS (
+    UPDATE {executions} e SET ended_at = t.now, error = cur.error,
+        outcome = COALESCE(cur.execution,
+            CASE WHEN cur.new_state = 'cancelled' THEN 'cancelled'
+                 WHEN cur.outcome = 'done' THEN 'done'
+                 WHEN cur.outcome = 'retry' THEN 'error'
+                 WHEN cur.outcome = 'fail' THEN 'failed'
+                 WHEN cur.outcome = 'snooze' THEN 'snoozed'
+                 ELSE 'handed back' END)
+    FROM cur, t
+    WHERE e.job_id = cur.id AND e.ended_at IS NULL
+)
+SELECT s.ord, upd.state, upd.queue,
+    upd.id IS NOT NULL AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
+FROM s LEFT JOIN upd ON upd.ord = s.ord
+ORDER BY s.ord
+
+-- name: settled_before
+SELECT id, last_token FROM {jobs} WHERE id = ANY(%(ids)s::text[])
+
+-- name: end_expired
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+cur AS (
+    SELECT j.id FROM {jobs} j
+    WHERE j.state = 'running' AND j.lease_expires <= (SELECT now FROM t)
+    ORDER BY j.lease_expires
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+{end_leases}
+
+-- name: end_holders
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+cur AS (
+    SELECT j.id FROM {jobs} j
+    WHERE j.state = 'running' AND j.holder = ANY(%(holders)s::text[])
+    ORDER BY j.id
+    FOR UPDATE
+),
+{end_leases}
+
+-- name: end_leases
+-- The shared tail of end_expired and end_holders (JOB-04, DUR-02).
+upd AS (
+    UPDATE {jobs} j SET
+        state = CASE WHEN j.cancel_requested THEN 'cancelled'
+                     WHEN j.attempts >= j.max_attempts THEN 'failed'
+                     ELSE 'pending' END,
+        error = CASE WHEN j.cancel_requested THEN 'cancelled while running'
+                     WHEN j.attempts >= j.max_attempts
+                     THEN %(outcome)s || ' on attempt ' || j.attempts || ' of ' || j.max_attempts
+                     ELSE j.error END,
+        finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts
+                           THEN t.now END,
+        expires_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts
+                          THEN t.now + j.keep END,
+        token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
+        holder = NULL
+    FROM cur, t
+    WHERE j.id = cur.id
+    RETURNING j.id, j.state, j.queue
+),
+ex AS (
+    UPDATE {executions} e SET ended_at = t.now, outcome = %(outcome)s
+    FROM upd, t
+    WHERE e.job_id = upd.id AND e.ended_at IS NULL
+)
+SELECT upd.id, upd.state, upd.queue,
+    EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
+FROM upd
+
+-- name: lock_dependents
+SELECT j.id FROM {jobs} j
+WHERE j.state = 'blocked'
+  AND j.id IN (SELECT d.job_id FROM {deps} d WHERE d.parent_id = ANY(%(ids)s::text[]))
+ORDER BY j.id
+FOR UPDATE
+
+-- name: unblock
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+UPDATE {jobs} j SET state = 'pending', due = GREATEST(j.due, t.now)
+FROM t
+WHERE j.state = 'blocked'
+  AND j.id IN (SELECT d.job_id FROM {deps} d WHERE d.parent_id = ANY(%(ids)s::text[]))
+  AND NOT EXISTS (
+      SELECT 1 FROM {deps} d JOIN {jobs} p ON p.id = d.parent_id
+      WHERE d.job_id = j.id AND p.state <> 'done')
+RETURNING j.queue
+
+-- name: cascade_cancel
+WITH RECURSIVE t AS (
+    SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now
+),
+roots AS (SELECT * FROM unnest(%(ids)s::text[], %(reasons)s::text[]) AS r(id, reason)),
+tree(id, parent, reason) AS (
+    SELECT d.job_id, r.id, r.reason FROM roots r
+    JOIN {deps} d ON d.parent_id = r.id
+    JOIN {jobs} j ON j.id = d.job_id AND j.state = 'blocked'
+    UNION
+    SELECT d.job_id, tr.id, 'was cancelled' FROM tree tr
+    JOIN {deps} d ON d.parent_id = tr.id
+    JOIN {jobs} j ON j.id = d.job_id AND j.state = 'blocked'
+),
+pick AS (SELECT DISTINCT ON (id) id, parent, reason FROM tree ORDER BY id, parent)
+UPDATE {jobs} j SET state = 'cancelled',
+    error = 'cancelled: job ' || pick.parent || ' it runs after ' || pick.reason,
+    finished_at = t.now, expires_at = t.now + j.keep
+FROM pick, t
+WHERE j.id = pick.id AND j.state = 'blocked'
+RETURNING j.id
+
+-- name: renew
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+UPDATE {jobs} j SET lease_expires = t.now + j.lease_seconds
+FROM t
+WHERE j.token = ANY(%(tokens)s::text[]) AND j.state = 'running'
+RETURNING j.token, j.cancel_requested
+
+-- name: save_step
+WITH j AS (SELECT id FROM {jobs} WHERE token = %(token)s AND state = 'running' FOR SHARE)
+INSERT INTO {steps} (job_id, name, value)
+SELECT j.id, %(name)s, %(value)s FROM j
+ON CONFLICT (job_id, name) DO UPDATE SET value = EXCLUDED.value
+RETURNING 1
+
+-- name: cancel
+WITH j AS (SELECT id, state, queue FROM {jobs} WHERE id = %(id)s FOR UPDATE),
+mark AS (
+    UPDATE {jobs} SET cancel_requested = true FROM j
+    WHERE {jobs}.id = j.id AND j.state = 'running'
+    RETURNING {jobs}.id
+),
+del AS (
+    DELETE FROM {jobs} USING j
+    WHERE {jobs}.id = j.id AND j.state IN ('pending', 'blocked')
+    RETURNING {jobs}.id
+)
+SELECT (SELECT count(*) FROM mark), (SELECT count(*) FROM del),
+    (SELECT queue FROM j), pg_notify(%(channel)s, (SELECT queue FROM j))
+WHERE EXISTS (SELECT 1 FROM mark UNION ALL SELECT 1 FROM del)
+
+-- name: retry
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+UPDATE {jobs} j SET state = 'pending', due = t.now,
+    max_attempts = j.attempts + j.attempt_budget, cancel_requested = false,
+    finished_at = NULL, expires_at = NULL
+FROM t
+WHERE j.id = %(id)s AND j.state IN ('failed', 'cancelled')
+RETURNING pg_notify(%(channel)s, j.queue)
+
+-- name: get
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT {jcols}, t.now,
+    CASE WHEN j.state = 'pending' THEN (
+        SELECT count(*) FROM {jobs} o
+        WHERE o.queue = j.queue AND o.state = 'pending' AND o.due <= GREATEST(t.now, j.due)
+          AND (o.priority > j.priority OR (o.priority = j.priority AND (o.due < j.due
+               OR (o.due = j.due AND o.seq < j.seq))))
+    ) END
+FROM {jobs} j, t
+WHERE j.id = %(id)s
+
+-- name: executions
+SELECT attempt, host, pid, started_at, ended_at, outcome, error
+FROM {executions} WHERE job_id = %(id)s ORDER BY id
+
+-- name: jobs
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT {cols}, t.now FROM {jobs}, t
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(state)s::text IS NULL
+       OR (%(state)s::text = 'scheduled' AND state = 'pending' AND due > t.now)
+       OR (%(state)s::text = 'waiting' AND state = 'pending' AND due <= t.now)
+       OR state = %(state)s::text)
+ORDER BY seq
+LIMIT %(limit)s
+
+-- name: counts
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT queue,
+    CASE WHEN state = 'pending' AND due > t.now THEN 'scheduled'
+         WHEN state = 'pending' THEN 'waiting' ELSE state END,
+    count(*)
+FROM {jobs}, t
+GROUP BY 1, 2
+
+-- name: purge
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+DELETE FROM {jobs} WHERE id IN (
+    SELECT id FROM {jobs}, t
+    WHERE state IN ('done', 'failed', 'cancelled') AND expires_at <= t.now
+    ORDER BY expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id
+
+-- name: fire_cron
+INSERT INTO {cron} AS c (schedule, last_due) VALUES (%(schedule)s, %(due)s)
+ON CONFLICT (schedule) DO UPDATE SET last_due = EXCLUDED.last_due
+WHERE c.last_due < EXCLUDED.last_due
+RETURNING 1
+
+-- name: cron_last
+SELECT last_due FROM {cron} WHERE schedule = %(schedule)s
+
+-- name: lead
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+INSERT INTO {leaders} AS l (name, holder, expires)
+SELECT %(name)s, %(holder)s, t.now + %(ttl)s FROM t
+ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires = EXCLUDED.expires
+WHERE l.holder = EXCLUDED.holder OR l.expires <= EXCLUDED.expires - %(ttl)s
+RETURNING 1
+
+-- name: resign
+DELETE FROM {leaders} WHERE name = %(name)s AND holder = %(holder)s
+
+-- name: holders
+SELECT DISTINCT holder FROM {jobs}
+WHERE state = 'running' AND left(holder, length(%(host)s) + 1) = %(host)s || '|'
+
+-- name: notify
+SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q

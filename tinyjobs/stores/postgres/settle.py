@@ -1,0 +1,89 @@
+"""Ending attempts on PostgreSQL: settlements in one statement for many (group commit), the
+reaper and end_leases, and what follows a job's end: dependents unblocked or cancelled."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...job import bound_error
+from ..base import Settlement
+
+_REASON = {"failed": "failed", "cancelled": "was cancelled"}
+
+
+def follow_up(
+    cur: Any,
+    q: dict[str, str],
+    now: float | None,
+    ended: Sequence[tuple[str, str, str, bool]],
+) -> set[str]:
+    """After jobs ended, as (id, new state, queue, has dependents): unblock the dependents of
+    done jobs, cancel those of failed and cancelled ones (recursively, on record), and notify
+    return the queues that have jobs due again, to notify after commit. Runs in the
+    caller's transaction."""
+    queues = {queue for _, state, queue, _ in ended if state == "pending"}
+    done = [job_id for job_id, state, _, deps in ended if deps and state == "done"]
+    dead = [(job_id, _REASON[state]) for job_id, state, _, deps in ended
+            if deps and state in _REASON]  # fmt: skip
+    if done:
+        # Lock the dependents first: two parents ending at once then see each other's commit.
+        cur.execute(q["lock_dependents"], {"ids": done})
+        cur.execute(q["unblock"], {"now": now, "ids": done})
+        queues.update(row[0] for row in cur.fetchall())
+    if dead:
+        cascade(cur, q, now, [i for i, _ in dead], [r for _, r in dead])
+    return queues
+
+
+def cascade(cur: Any, q: dict[str, str], now: float | None, ids: list, reasons: list) -> None:
+    """Cancel, on record, the blocked jobs that run after `ids` (and theirs, recursively)."""
+    cur.execute(q["cascade_cancel"], {"now": now, "ids": ids, "reasons": reasons})
+
+
+def settle(
+    cur: Any,
+    q: dict[str, str],
+    settlements: Sequence[Settlement],
+    now: float | None,
+    retrying: bool,
+) -> tuple[list[bool], set[str]]:
+    """Apply the settlements in the current transaction; True for each applied (JOB-05),
+    and the queues to notify after commit.
+
+    When `retrying`, an earlier try may have committed: a settlement whose token is the job's
+    last settled token counts as applied (settlement is idempotent by lease token)."""
+    cur.execute(
+        q["settle"],
+        {
+            "now": now,
+            "ids": [s.job_id for s in settlements],
+            "tokens": [s.token for s in settlements],
+            "outcomes": [s.outcome for s in settlements],
+            "results": [s.result for s in settlements],
+            "errors": [bound_error(s.error) for s in settlements],
+            "delays": [float(s.delay) for s in settlements],
+            "executions": [s.execution for s in settlements],
+        },
+    )
+    rows = cur.fetchall()
+    applied = [row[1] is not None for row in rows]
+    ended = [(settlements[i].job_id, row[1], row[2], row[3])
+             for i, row in enumerate(rows) if row[1] is not None]  # fmt: skip
+    due_again = follow_up(cur, q, now, ended)
+    if retrying and not all(applied):
+        cur.execute(q["settled_before"], {"ids": [s.job_id for s in settlements]})
+        last = dict(cur.fetchall())
+        applied = [ok or last.get(s.job_id) == s.token for ok, s in zip(applied, settlements, strict=True)]
+    return applied, due_again
+
+
+def end_leases(
+    cur: Any, q: dict[str, str], name: str, params: dict, now: float | None
+) -> tuple[int, set[str]]:
+    """End leases (`end_expired` or `end_holders`) in the current transaction: jobs go back to
+    waiting, or fail when they used their attempts, or end cancelled (JOB-04, DUR-02). Returns
+    how many, and the queues to notify after commit."""
+    cur.execute(q[name], {"now": now, **params})
+    ended = [(row[0], row[1], row[2], row[3]) for row in cur.fetchall()]
+    return len(ended), follow_up(cur, q, now, ended)

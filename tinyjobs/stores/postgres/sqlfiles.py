@@ -1,0 +1,68 @@
+"""The SQL of the PostgreSQL store, read from the `.sql` files beside this module.
+
+Statements are written with `{jobs}`-style placeholders, filled here with psycopg.sql so that
+the schema name is always a quoted identifier, never pasted text."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+from psycopg import sql
+
+# The job columns every snapshot query returns first, in this order (see rows.py).
+COLUMNS = (
+    "id", "task", "queue", "payload", "state", "priority", "attempts", "max_attempts", "due",
+    "created_at", "started_at", "finished_at", "error", "result", "key", "grp", "after_ids",
+    "cancel_requested", "seq",
+)  # fmt: skip
+TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders")
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+def read(filename: str) -> str:
+    return resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
+
+
+@cache
+def blocks(filename: str = "queries.sql") -> dict[str, str]:
+    """name -> statement text of each `-- name:` block of a file."""
+    text = read(filename)
+    parts = _NAME.split(text)
+    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
+
+
+def placeholders(schema: str) -> dict[str, sql.Composable]:
+    """The values of the placeholders for one schema."""
+    values: dict[str, sql.Composable] = {name: sql.Identifier(schema, name) for name in TABLES}
+    values["schema"] = sql.Identifier(schema)
+    seq_name = sql.Identifier(schema, "job_seq").as_string(None)
+    values["seq"] = sql.SQL("{}::regclass").format(sql.Literal(seq_name))
+    values["cols"] = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
+    values["jcols"] = sql.SQL(", ").join(sql.Identifier("j", c) for c in COLUMNS)
+    return values
+
+
+def compose(text: str, schema: str) -> str:
+    """`text` with its placeholders filled for `schema`, as a string ready to execute."""
+    values = placeholders(schema)
+    values["end_leases"] = sql.SQL(blocks()["end_leases"]).format(**values)
+    wanted = {k: v for k, v in values.items() if "{" + k + "}" in text}
+    return sql.SQL(text).format(**wanted).as_string(None)
+
+
+@cache
+def queries(schema: str) -> dict[str, str]:
+    """Every statement of queries.sql, composed for `schema`."""
+    return {name: compose(text, schema) for name, text in blocks().items()}
+
+
+def migrations() -> list[tuple[int, str]]:
+    """(version, file text) of every migration file `mNNN_*.sql`, oldest first."""
+    found = []
+    for entry in resources.files(__package__).iterdir():
+        match = re.match(r"^m(\d{3})_\w+\.sql$", entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.read_text(encoding="utf-8")))
+    return sorted(found)

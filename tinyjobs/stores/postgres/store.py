@@ -1,0 +1,274 @@
+"""The PostgreSQL store (psycopg 3): many processes on many hosts share one schema.
+
+Every method is one transaction on this thread's connection (see connection.py); writes run
+with synchronous_commit at least `on` (SET LOCAL when the session's level is weaker, so that
+PgBouncer's transaction pooling keeps it). `now=None` is the server's clock (CLK-01)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from ...errors import NotSupported, StoreError
+from ...holder import Holder
+from ...job import Job
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from . import claims, settle
+from .config import Settings
+from .connection import Connections
+from .enqueue import enqueue as enqueue_tx
+from .listen import Listener
+from .rows import NCOLS, to_execution, to_job
+from .sqlfiles import queries
+
+
+class PostgresStore:
+    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared."""
+
+    capabilities = frozenset({"transactions", "notify", "shared"})
+
+    def __init__(self, settings: Settings, retry_for: float = 10.0, listen: bool = True) -> None:
+        self.settings = settings
+        self.url = settings.masked
+        self.schema = settings.schema
+        self.q = queries(settings.schema)
+        self._channel = settings.channel
+        self._conns = Connections(settings, retry_for=retry_for)
+        self._listener = Listener(self._conns, self._channel, enabled=listen)
+
+    def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any:
+        return self._conns.run(op, write=write, idempotent=idempotent, raise_sync=self.q["raise_sync_commit"])
+
+    def _one(self, name: str, params: dict, write: bool = False) -> Any:
+        """One statement's rows, as its own transaction."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> list:
+            cur.execute(self.q[name], params)
+            return cur.fetchall() if cur.description else []
+
+        return self._run(op, write=write)
+
+    def now(self) -> float:
+        """The server's clock, in epoch seconds."""
+        return self._one("clock", {})[0][0]
+
+    def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        """Add the batch in one transaction (ours, or the caller's with `conn`: JOB-02)."""
+        if not jobs:
+            return []
+        if conn is not None:
+            return self._enqueue_on(conn, jobs, now)
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
+            return enqueue_tx(cur, self.q, jobs, now, None)
+
+        for _ in range(5):  # a key taken by a concurrent enqueue: look again
+            try:
+                added = self._run(op)
+                break
+            except pgerrors.UniqueViolation:
+                continue
+        else:
+            added = self._run(op)
+        self._notify({job.queue for job in added if job.created})
+        return added
+
+    def _notify(self, queues: set[str]) -> None:
+        """Wake the waiters of these queues, after the change committed (its own statement:
+        see enqueue.py on why not inside the writing transaction). Best effort: a waiter that
+        misses it still wakes at its timeout."""
+        if not queues:
+            return
+        try:
+            self._one("notify", {"channel": self._channel, "queues": sorted(queues)})
+        except (psycopg.Error, StoreError):
+            pass
+
+    def _enqueue_on(self, conn: Any, jobs: Sequence[NewJob], now: float | None) -> list[Job]:
+        """Write through the caller's psycopg connection, inside its open transaction: the jobs
+        exist exactly when the caller commits. Its synchronous_commit is raised for that
+        transaction alone when weaker than `on`."""
+        if not isinstance(conn, psycopg.Connection):
+            raise NotSupported(
+                "conn= takes a sync psycopg 3 Connection (from Django: connection.connection; "
+                f"from SQLAlchemy: session.connection().connection.driver_connection), not {conn!r}"
+            )
+        if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            with conn.transaction(), conn.cursor() as cur:
+                return self._enqueue_cur(cur, jobs, now)
+        with conn.cursor() as cur:
+            return self._enqueue_cur(cur, jobs, now)
+
+    def _enqueue_cur(self, cur: Any, jobs: Sequence[NewJob], now: float | None) -> list[Job]:
+        cur.execute(self.q["raise_sync_commit"])
+        if now is None:  # the caller's transaction may be old: use the clock, not now()
+            cur.execute(self.q["clock"])
+            now = cur.fetchone()[0]
+        return enqueue_tx(cur, self.q, jobs, now, self._channel)
+
+    def claim(
+        self,
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> list[Claimed]:
+        """Take up to `limit` leases in one transaction (see claims.py)."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> list[Claimed]:
+            return claims.claim(cur, self.q, self.schema, queues, holder, limit, now)
+
+        return self._run(op, idempotent=False)
+
+    def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
+        """Extend live leases in one statement; "lost" for tokens no longer on a running job."""
+        if not tokens:
+            return {}
+        rows = self._one("renew", {"now": now, "tokens": list(tokens)}, write=True)
+        live = {token: ("cancel" if cancel else "ok") for token, cancel in rows}
+        return {token: live.get(token, "lost") for token in tokens}  # type: ignore[misc]
+
+    def save_step(self, token: str, name: str, value: str, now: float | None = None) -> bool:
+        """Keep a step's value while the lease of `token` is live; one statement."""
+        params = {"token": token, "name": name, "value": value}
+        return bool(self._one("save_step", params, write=True))
+
+    def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
+        """Apply settlements in one transaction (group commit), idempotent by lease token."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> tuple[list[bool], set[str]]:
+            return settle.settle(cur, self.q, settlements, now, retrying)
+
+        if not settlements:
+            return []
+        applied, due_again = self._run(op)
+        self._notify(due_again)
+        return applied
+
+    def reap(self, now: float | None = None, limit: int = 1000) -> int:
+        """Return expired leases' jobs to waiting (or failed, or cancelled); one transaction."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> tuple[int, set[str]]:
+            params = {"limit": limit, "outcome": "lease expired"}
+            return settle.end_leases(cur, self.q, "end_expired", params, now)
+
+        count, due_again = self._run(op)
+        self._notify(due_again)
+        return count
+
+    def holders(self, host: str) -> list[Holder]:
+        return [Holder.parse(row[0]) for row in self._one("holders", {"host": host})]
+
+    def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
+        """End every lease of these holders at once, in one transaction (DUR-02)."""
+        if not holders:
+            return 0
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> tuple[int, set[str]]:
+            params = {"holders": [h.id for h in holders], "outcome": "worker lost"}
+            return settle.end_leases(cur, self.q, "end_holders", params, now)
+
+        count, due_again = self._run(op)
+        self._notify(due_again)
+        return count
+
+    def cancel(self, job_id: str, now: float | None = None) -> bool:
+        """Cancel in one transaction: a job not yet running is removed (its dependents are
+        cancelled on record); a running one is marked (JOB-08)."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> bool:
+            cur.execute(self.q["cancel"], {"id": job_id, "channel": self._channel})
+            row = cur.fetchone()
+            if row is None:
+                return False
+            if row[1]:
+                cur.execute(self.q["forget"], {"ids": [job_id]})
+                settle.cascade(cur, self.q, now, [job_id], ["was cancelled"])
+            return True
+
+        return self._run(op, idempotent=False)
+
+    def retry(self, job_id: str, now: float | None = None) -> bool:
+        """Make a failed or cancelled job due now with a fresh budget; one statement."""
+        params = {"now": now, "id": job_id, "channel": self._channel}
+        try:
+            return bool(self._one("retry", params, write=True))
+        except pgerrors.UniqueViolation:  # its key is held by a live job meanwhile
+            return False
+
+    def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        """The job's snapshot (with `ahead` and, when asked, executions): one transaction."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> Job | None:
+            cur.execute(self.q["get"], {"now": now, "id": job_id})
+            row = cur.fetchone()
+            if row is None:
+                return None
+            job = to_job(row, row[NCOLS], ahead=row[NCOLS + 1])
+            if executions:
+                cur.execute(self.q["executions"], {"id": job_id})
+                job.executions = [to_execution(r) for r in cur.fetchall()]
+            return job
+
+        return self._run(op, write=False)
+
+    def jobs(
+        self,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        now: float | None = None,
+    ) -> list[Job]:
+        params = {"now": now, "state": state, "queue": queue, "limit": limit}
+        return [to_job(row, row[NCOLS]) for row in self._one("jobs", params)]
+
+    def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for queue, state, n in self._one("counts", {"now": now}):
+            out.setdefault(queue, {})[state] = n
+        return out
+
+    def purge(self, now: float | None = None, limit: int = 1000) -> int:
+        """Remove final jobs past their window, with their steps and executions (JOB-10)."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> int:
+            cur.execute(self.q["purge"], {"now": now, "limit": limit})
+            ids = [row[0] for row in cur.fetchall()]
+            if ids:
+                cur.execute(self.q["forget"], {"ids": ids})
+            return len(ids)
+
+        return self._run(op)
+
+    def fire_cron(self, schedule: str, due: float, job: NewJob, now: float | None = None) -> bool:
+        """Record `due` and enqueue `job` in one transaction, once per due time (CRON-01)."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> bool:
+            cur.execute(self.q["fire_cron"], {"schedule": schedule, "due": float(due)})
+            if cur.fetchone() is None:
+                return False
+            enqueue_tx(cur, self.q, [job], now, self._channel)  # rare: notify at commit
+            return True
+
+        return self._run(op, idempotent=False)
+
+    def cron_last(self, schedule: str) -> float | None:
+        rows = self._one("cron_last", {"schedule": schedule})
+        return rows[0][0] if rows else None
+
+    def lead(self, name: str, holder: str, ttl: float, now: float | None = None) -> bool:
+        params = {"now": now, "name": name, "holder": holder, "ttl": float(ttl)}
+        return bool(self._one("lead", params, write=True))
+
+    def resign(self, name: str, holder: str) -> None:
+        self._one("resign", {"name": name, "holder": holder}, write=True)
+
+    def wait(self, queues: Sequence[str], timeout: float) -> bool:
+        return self._listener.wait(queues, timeout)
+
+    def close(self) -> None:
+        self._listener.close()
+        self._conns.close()
