@@ -1,0 +1,184 @@
+"""The Redis store beyond the contract suite: key layout, scripts, clock, refusals, wake-ups,
+fork safety and memory (issue 6)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from tinyjobs.errors import ConfigError, NotSupported, StoreUnavailable
+from tinyjobs.holder import Holder
+from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement
+from tinyjobs.stores.redis import open as open_redis
+
+T0 = 1_700_000_000.0
+QUEUES = {"default": QueuePolicy("default", lease=30.0)}
+
+
+def raw(store) -> redis.Redis:
+    return redis.Redis.from_url(store.url.split("?", 1)[0], decode_responses=True)
+
+
+def keys_of(store) -> list[str]:
+    return sorted(raw(store).scan_iter(match=store.base + ":*", count=1000))
+
+
+def run_everything(store, now: float) -> None:
+    """Jobs through every path: done, failed, cancelled on record, steps, keys, groups, rates,
+    dependencies, a cron, a leadership lease."""
+    limited = {
+        "default": QueuePolicy("default", rate=(100, 60.0), group_rate=(100, 60.0)),
+        "other": QueuePolicy("other", group_concurrency=2),
+    }
+    store.enqueue(
+        [
+            NewJob("a", "work", key="k", group="g1"),
+            NewJob("b", "work", queue="other", group="g2", max_attempts=1),
+            NewJob("c", "work", after=("b",)),
+            NewJob("d", "work", delay=5),
+        ],
+        now=now,
+    )
+    claimed = store.claim(limited, Holder("h/boot", 1, 1), 10, now=now)
+    assert {c.job.id for c in claimed} == {"a", "b"}
+    for c in claimed:
+        assert store.save_step(c.token, "s", "1", now=now)
+    store.settle(
+        [
+            Settlement("a", claimed[0].token if claimed[0].job.id == "a" else claimed[1].token, "done"),
+            Settlement(
+                "b", claimed[1].token if claimed[1].job.id == "b" else claimed[0].token, "fail", error="x"
+            ),
+        ],
+        now=now + 1,
+    )
+    [d] = store.claim(QUEUES, Holder("h/boot", 2, 1), 10, now=now + 6)
+    store.end_leases([Holder("h/boot", 2, 1)], now=now + 7)
+    store.cancel("d", now=now + 7)
+    assert store.fire_cron("every", now, NewJob("cron-1", "tick"), now=now)
+    [cron] = store.claim(QUEUES, Holder("h/boot", 3, 1), 10, now=now + 8)
+    store.settle([Settlement("cron-1", cron.token, "done", result="1")], now=now + 8)
+
+
+def test_every_key_is_in_one_hash_slot_and_nothing_is_left_after_purge(redis_store):
+    run_everything(redis_store, T0)
+    found = keys_of(redis_store)
+    assert found, "the run wrote no keys"
+    assert {key_slot(k.encode()) for k in found} == {key_slot(redis_store.base.encode())}
+    assert all(k.startswith(redis_store.base + ":") for k in found)
+    assert redis_store.purge(now=T0 + 400 * 86400) == 4  # a, b, c (cancelled on record), cron-1
+    assert redis_store.counts(now=T0) == {}
+    # Left: the cron's last due time (a schedule's state, not a job's) and the windows of recent
+    # starts for rates, which expire by themselves one period (+1 s) after the last start.
+    client = raw(redis_store)
+    left = [k for k in keys_of(redis_store) if k != redis_store.base + ":cron"]
+    assert all(":starts" in k or ":gs:" in k for k in left), left
+    assert all(0 < client.ttl(k) <= 61 for k in left)
+
+
+def test_scripts_are_loaded_again_after_script_flush(redis_store):
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    raw(redis_store).script_flush()
+    assert [j.id for j in redis_store.enqueue([NewJob("b", "work")], now=T0)] == ["b"]
+    assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 5, now=T0)] == ["a", "b"]
+
+
+def test_a_worker_clock_hours_off_does_not_matter(redis_store, monkeypatch):
+    server_now = redis_store.now()
+    assert abs(server_now - time.time()) < 5
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 5 * 3600)  # this worker is 5 h ahead
+    [job] = redis_store.enqueue([NewJob("a", "work", delay=2)])
+    assert abs(job.due_at - (server_now + 2)) < 5  # due by the server's clock, not ours
+    assert job.state == "scheduled"
+    assert redis_store.claim(QUEUES, Holder.current(), 5) == []  # not due yet for the server
+    redis_store.enqueue([NewJob("b", "work")])
+    [claimed] = redis_store.claim(QUEUES, Holder.current(), 1)
+    assert claimed.job.id == "b"
+    assert abs(claimed.job.started_at - server_now) < 5
+    assert redis_store.reap() == 0  # our clock is 5 h past the lease: the server's is not
+    assert redis_store.renew([claimed.token]) == {claimed.token: "ok"}
+
+
+def test_conn_is_refused_with_a_clear_error(redis_store):
+    with pytest.raises(NotSupported, match="no transaction shared") as caught:
+        redis_store.enqueue([NewJob("a", "work")], conn=object())
+    assert "PostgreSQL or SQLite" in str(caught.value)
+    assert "transactions" not in redis_store.capabilities
+    assert redis_store.get("a") is None
+
+
+def test_bad_and_unreachable_urls(redis_url):
+    with pytest.raises(ConfigError):
+        open_redis("redis://127.0.0.1:6379/0?prefix=a{b}")
+    with pytest.raises(ConfigError):
+        open_redis("http://127.0.0.1:6379/0")
+    with pytest.raises(StoreUnavailable):
+        open_redis("unix:///nonexistent/redis.sock")
+    with pytest.raises(StoreUnavailable) as caught:
+        open_redis("redis://user:hunter2@127.0.0.1:1/0")
+    assert "hunter2" not in str(caught.value) and "***" in str(caught.value)
+
+
+def test_wait_wakes_at_once_on_a_new_job_and_blocks_when_idle(redis_store):
+    other = open_redis(redis_store.url)
+    try:
+        started = time.monotonic()
+        assert redis_store.wait(["default"], 0.3) is False
+        assert time.monotonic() - started >= 0.25
+        timer = threading.Timer(0.2, lambda: other.enqueue([NewJob("a", "work")]))
+        timer.start()
+        started = time.monotonic()
+        assert redis_store.wait(["default"], 10) is True
+        assert time.monotonic() - started < 2
+        timer.join()
+    finally:
+        other.close()
+
+
+def test_wait_returns_when_a_scheduled_job_comes_due(redis_store):
+    redis_store.enqueue([NewJob("a", "work", delay=0.3)])
+    started = time.monotonic()
+    redis_store.wait(["default"], 0.01)  # eat the wake-up of the enqueue itself
+    assert redis_store.wait(["default"], 10) is True
+    assert time.monotonic() - started < 2
+    assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 1)] == ["a"]
+
+
+def test_a_store_keeps_working_on_both_sides_of_a_fork(redis_store):
+    redis_store.enqueue([NewJob("a", "work"), NewJob("b", "work")])
+    client_before = redis_store._conn.client()
+    out = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=_fork_child, args=(redis_store, out))
+    child.start()
+    assert out.get(timeout=20) == (["a"], True)  # the child claimed on a connection of its own
+    child.join(20)
+    assert redis_store._conn.client() is client_before  # the parent's connection stays its own
+    assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 5)] == ["b"]
+
+
+def _fork_child(store, out) -> None:
+    inherited = store._conn._local.client  # the parent's, as the fork left it
+    claimed = [c.job.id for c in store.claim(QUEUES, Holder.current(), 1)]
+    out.put((claimed, store._conn.client() is not inherited))
+
+
+def test_bytes_per_waiting_job(redis_store, capsys):
+    client = raw(redis_store)
+    before = client.info("memory")["used_memory"]
+    n = 20_000
+    payload = '{"message_id":41}'
+    for i in range(0, n, 1000):
+        redis_store.enqueue(
+            [NewJob(f"reply:{j}", "reply", payload=payload) for j in range(i, i + 1000)], now=T0
+        )
+    per_job = (client.info("memory")["used_memory"] - before) / n
+    row = client.memory_usage(f"{redis_store.base}:job:reply:7")
+    with capsys.disabled():
+        print(f"\nRedis: {per_job:.0f} bytes per waiting job (job hash alone: {row} bytes)")
+    assert per_job < 1000

@@ -1,0 +1,342 @@
+-- _lib.lua: helpers shared by every operation script; prepended to each script at load time.
+--
+-- KEYS[1] of every script is P .. ':seq', which names the prefix P = '{<prefix>}'. Every key
+-- below starts with P, so all keys of one store hash to one slot (Redis Cluster-ready).
+--
+-- Key layout:
+--   P:seq                  string  enqueue order counter (INCR)
+--   P:job:<id>             hash    the job row (fields below)
+--   P:steps:<id>           hash    step name -> JSON text
+--   P:exec:<id>            list    executions, oldest first: a JSON start entry {a attempt,
+--                                  h host, p pid, s started}, then an end entry {n ended,
+--                                  o outcome, r error} once it ended
+--   P:deps:<id>            set     ids of blocked jobs that run after <id>
+--   P:q:<queue>:ready      zset    pending jobs found due, all scored 0, member = claim-order key
+--   P:q:<queue>:sched      zset    pending jobs not yet found due, score = due, same member
+--   P:q:<queue>:run        set     ids of running jobs
+--   P:q:<queue>:grun       hash    group -> running jobs
+--   P:q:<queue>:starts     zset    recent starts (score started_at) for `rate`; TTL = period
+--   P:q:<queue>:gs:<group> zset    recent starts of one group for `group_rate`; TTL = period
+--   P:q:<queue>:wake       list    wake-up tokens for wait() (at most 8)
+--   P:queues               set     names of queues that hold jobs
+--   P:counts               hash    '<queue>\t<state>' -> jobs, for blocked/done/failed/cancelled
+--   P:st:<state>           zset    ids by seq, for blocked/done/failed/cancelled
+--   P:expiry               zset    final job ids by expires_at, for purge
+--   P:leases               zset    running job ids by lease_expires, for reap
+--   P:tok                  hash    lease token -> job id
+--   P:holders              set     holder ids with live leases
+--   P:hold:<holder>        set     ids of the jobs one holder leases
+--   P:keys                 hash    dedup key -> id of the live job holding it
+--   P:cron                 hash    schedule -> last fired due time
+--   P:lead                 hash    leadership name -> '<holder>\t<expires>'
+--
+-- Job hash fields: t task, q queue, p payload, pr priority, d due, s seq, st stored state
+-- (pending/blocked/running/done/failed/cancelled), a attempts, ma max_attempts, b attempt
+-- budget, k key, g group, dd dedupe, kp keep, e error, r result, ca created_at, sa started_at,
+-- fa finished_at, x expires_at, c cancel requested ('1'), tk token, le lease_expires,
+-- ls lease seconds, h holder id, af after (JSON array), w unmet parents, m member, hd '1'
+-- when jobs run after it (P:deps:<id> may exist), hs '1' when it has steps.
+-- Member (claim order, compared as bytes): 11 digits of 1e10 - priority, 17 digits of due in
+-- microseconds, 12 digits of seq, then the id (from byte 41).
+-- Numbers are written with %.17g so that Python reads back exactly the double Lua computed.
+
+local P = string.sub(KEYS[1], 1, -5)
+local INDEXED = {blocked = true, done = true, failed = true, cancelled = true}
+local wakes = {}
+
+local function num(x)
+  return string.format('%.17g', x)
+end
+
+local function clock(v)
+  if v == nil or v == '' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  return tonumber(v)
+end
+
+local function jk(id)
+  return P .. ':job:' .. id
+end
+
+local function qk(q, part)
+  return P .. ':q:' .. q .. ':' .. part
+end
+
+local function load(id)
+  local flat = redis.call('HGETALL', jk(id))
+  if #flat == 0 then
+    return nil, flat
+  end
+  local j = {}
+  for i = 1, #flat, 2 do
+    j[flat[i]] = flat[i + 1]
+  end
+  return j, flat
+end
+
+local function member(pri, due, seq, id)
+  return string.format('%011d%017.0f%012d', 10000000000 - pri, due * 1000000, seq) .. id
+end
+
+local count_deltas = {}
+
+-- Index of blocked and final jobs by state; the per-queue counts are summed and sent at flush.
+local function index(state, q, seq, id, delta)
+  if not INDEXED[state] then
+    return
+  end
+  local ck = q .. '\t' .. state
+  count_deltas[ck] = (count_deltas[ck] or 0) + delta
+  if delta > 0 then
+    redis.call('ZADD', P .. ':st:' .. state, seq, id)
+  else
+    redis.call('ZREM', P .. ':st:' .. state, id)
+  end
+end
+
+-- Writes to shared index keys are gathered and sent once per key at the end of the script
+-- (flush), so a batch of N jobs costs one call per key instead of N.
+local batches, batch_order, holders_touched = {}, {}, {}
+
+local function later(cmd, key, a, b)
+  local id = cmd .. ' ' .. key
+  local entry = batches[id]
+  if not entry then
+    entry = {cmd, key}
+    batches[id] = entry
+    table.insert(batch_order, id)
+  end
+  table.insert(entry, a)
+  if b ~= nil then
+    table.insert(entry, b)
+  end
+end
+
+local function wake(q)
+  wakes[q] = (wakes[q] or 0) + 1
+end
+
+-- Send the gathered writes; push at most 8 wake-up tokens per queue, whatever the number of
+-- jobs that became due (purge deletes the list with its queue).
+local function flush()
+  for _, id in ipairs(batch_order) do
+    local entry = batches[id]
+    for i = 3, #entry, 4000 do
+      redis.call(entry[1], entry[2], unpack(entry, i, math.min(#entry, i + 3999)))
+    end
+  end
+  batches, batch_order = {}, {}
+  for ck, delta in pairs(count_deltas) do
+    if delta ~= 0 and redis.call('HINCRBY', P .. ':counts', ck, delta) <= 0 then
+      redis.call('HDEL', P .. ':counts', ck)
+    end
+  end
+  count_deltas = {}
+  for h in pairs(holders_touched) do
+    if redis.call('EXISTS', P .. ':hold:' .. h) == 0 then
+      redis.call('SREM', P .. ':holders', h)
+    end
+  end
+  holders_touched = {}
+  for q, n in pairs(wakes) do
+    local w = qk(q, 'wake')
+    local room = 8 - redis.call('LLEN', w)
+    for _ = 1, math.min(n, room) do
+      redis.call('RPUSH', w, '1')
+    end
+  end
+  wakes = {}
+end
+
+-- Make a job pending with this due time: into `ready` when due, else into `sched`.
+local function place(id, j, due, now, written)
+  local m = member(tonumber(j.pr), due, tonumber(j.s), id)
+  j.st, j.d, j.m = 'pending', num(due), m
+  if not written then
+    redis.call('HSET', jk(id), 'st', 'pending', 'd', j.d, 'm', m)
+  end
+  if due <= now then
+    redis.call('ZADD', qk(j.q, 'ready'), 0, m)
+  else
+    redis.call('ZADD', qk(j.q, 'sched'), due, m)
+  end
+  wake(j.q)
+end
+
+local function unplace(j)
+  redis.call('ZREM', qk(j.q, 'ready'), j.m)
+  redis.call('ZREM', qk(j.q, 'sched'), j.m)
+end
+
+local function release_key(id, j)
+  if j.k and j.k ~= '' and redis.call('HGET', P .. ':keys', j.k) == id then
+    redis.call('HDEL', P .. ':keys', j.k)
+  end
+end
+
+local finalize
+
+-- Blocked jobs that run after `id` (done): a job whose parents are all done becomes due now.
+local function release_dependents(id, now)
+  local dk = P .. ':deps:' .. id
+  for _, child in ipairs(redis.call('SMEMBERS', dk)) do
+    local cj = load(child)
+    if cj and cj.st == 'blocked' and redis.call('HINCRBY', jk(child), 'w', -1) <= 0 then
+      index('blocked', cj.q, cj.s, child, -1)
+      place(child, cj, math.max(now, tonumber(cj.d)), now)
+    end
+  end
+  redis.call('DEL', dk)
+end
+
+-- Blocked jobs that run after `id` (failed or cancelled) are cancelled on record, recursively.
+local function cancel_dependents(id, why, now)
+  local dk = P .. ':deps:' .. id
+  local children = redis.call('SMEMBERS', dk)
+  redis.call('DEL', dk)
+  for _, child in ipairs(children) do
+    local cj = load(child)
+    if cj and cj.st == 'blocked' then
+      index('blocked', cj.q, cj.s, child, -1)
+      finalize(child, cj, 'cancelled', 'cancelled: job ' .. id .. ' it runs after ' .. why, now)
+    end
+  end
+end
+
+-- Put a job (not pending, not running any more) in a final state and expire it later.
+finalize = function(id, j, state, err, now)
+  local x = now + tonumber(state == 'done' and j.dd or j.kp)
+  j.st = state
+  if err then
+    redis.call('HSET', jk(id), 'st', state, 'fa', num(now), 'x', num(x), 'e', err)
+  else
+    redis.call('HSET', jk(id), 'st', state, 'fa', num(now), 'x', num(x))
+  end
+  later('ZADD', P .. ':expiry', x, id)
+  index(state, j.q, j.s, id, 1)
+  release_key(id, j)
+  if state == 'done' then
+    redis.call('HDEL', jk(id), 'e')
+    if j.hd then release_dependents(id, now) end
+  elseif j.hd then
+    cancel_dependents(id, state == 'failed' and 'failed' or 'was cancelled', now)
+  end
+end
+
+-- Remove a job that is not running, with its steps, executions and index entries.
+local function delete(id, j)
+  if j.st == 'pending' then
+    unplace(j)
+  end
+  index(j.st, j.q, j.s, id, -1)
+  redis.call('ZREM', P .. ':expiry', id)
+  release_key(id, j)
+  if j.af then
+    for _, parent in ipairs(cjson.decode(j.af)) do
+      redis.call('SREM', P .. ':deps:' .. parent, id)
+    end
+  end
+  redis.call('DEL', jk(id), P .. ':steps:' .. id, P .. ':exec:' .. id)
+end
+
+-- Drop the live lease of a running job from every index (the shared ones at flush).
+local function clear_lease(id, j)
+  later('SREM', qk(j.q, 'run'), id)
+  if j.g then
+    local gk = qk(j.q, 'grun')
+    if redis.call('HINCRBY', gk, j.g, -1) <= 0 then
+      redis.call('HDEL', gk, j.g)
+    end
+  end
+  later('ZREM', P .. ':leases', id)
+  later('HDEL', P .. ':tok', j.tk)
+  later('SREM', P .. ':hold:' .. j.h, id)
+  holders_touched[j.h] = true
+  redis.call('HDEL', jk(id), 'tk', 'le', 'h')
+  wake(j.q)  -- room under the queue's limits
+end
+
+-- An execution is a start entry {a, h, p, s} pushed by claim, then an end entry {n, o[, r]}.
+local function close_exec(id, now, outcome, err)
+  redis.call('RPUSH', P .. ':exec:' .. id, cjson.encode({n = num(now), o = outcome, r = err}))
+end
+
+-- A lease that ended without settlement (reap: 'lease expired', end_leases: 'worker lost').
+local function end_lease(id, j, outcome, now)
+  close_exec(id, now, outcome, nil)
+  clear_lease(id, j)
+  if j.c == '1' then
+    finalize(id, j, 'cancelled', 'cancelled while running', now)
+  elseif tonumber(j.a) >= tonumber(j.ma) then
+    finalize(id, j, 'failed', outcome .. ' on attempt ' .. j.a .. ' of ' .. j.ma, now)
+  else
+    place(id, j, tonumber(j.d), now)
+  end
+end
+
+-- Which parent (if any) already failed or was cancelled, and which ones are not done yet.
+local function parents_of(after)
+  local unmet, why, blocker = {}, nil, nil
+  for _, pid in ipairs(after) do
+    local pst = redis.call('HGET', jk(pid), 'st')
+    if (pst == 'failed' or pst == 'cancelled') and not why then
+      why, blocker = (pst == 'failed') and 'failed' or 'was cancelled', pid
+    elseif pst ~= 'done' then
+      table.insert(unmet, pid)
+    end
+  end
+  return unmet, why, blocker
+end
+
+-- Add one job. `a` = {id, task, queue, payload, priority, delay, at, key, group, after, max
+-- attempts, dedupe, keep} ('' = none). Returns {'0', id, flat hash} for an existing job, or
+-- {'1', id, state, due, seq, error}.
+local function enqueue_one(a, now)
+  local id, q, key = a[1], a[3], a[8]
+  local ex, flat = load(id)
+  if ex then
+    if ex.st ~= 'failed' and ex.st ~= 'cancelled' and not (ex.st == 'done' and tonumber(ex.x) <= now) then
+      return {'0', id, flat}
+    end
+    delete(id, ex)
+  end
+  if key ~= '' then
+    local other = redis.call('HGET', P .. ':keys', key)
+    if other then
+      return {'0', other, redis.call('HGETALL', jk(other))}
+    end
+  end
+  local seq = redis.call('INCR', P .. ':seq')
+  local due = (a[7] ~= '') and tonumber(a[7]) or now + tonumber(a[6])
+  local f = {'t', a[2], 'q', q, 'p', a[4], 'pr', a[5], 's', seq, 'a', 0, 'ma', a[11], 'b', a[11],
+    'dd', a[12], 'kp', a[13], 'ca', num(now), 'd', num(due), 'st', 'pending',
+    'm', member(tonumber(a[5]), due, seq, id)}
+  local j = {q = q, pr = a[5], s = seq, dd = a[12], kp = a[13]}
+  if key ~= '' then table.insert(f, 'k'); table.insert(f, key) end
+  if a[9] ~= '' then table.insert(f, 'g'); table.insert(f, a[9]) end
+  if a[10] ~= '' then table.insert(f, 'af'); table.insert(f, a[10]) end
+  redis.call('HSET', jk(id), unpack(f))
+  redis.call('SADD', P .. ':queues', q)
+  local unmet, why, blocker = parents_of((a[10] ~= '') and cjson.decode(a[10]) or {})
+  if why then
+    local err = 'cancelled: job ' .. blocker .. ' it runs after ' .. why
+    finalize(id, j, 'cancelled', err, now)
+    return {'1', id, 'cancelled', num(due), seq, err}
+  end
+  if key ~= '' then
+    redis.call('HSET', P .. ':keys', key, id)
+  end
+  if #unmet > 0 then
+    for _, pid in ipairs(unmet) do
+      redis.call('SADD', P .. ':deps:' .. pid, id)
+      redis.call('HSET', jk(pid), 'hd', '1')
+    end
+    redis.call('HSET', jk(id), 'st', 'blocked', 'w', #unmet)
+    index('blocked', q, seq, id, 1)
+    return {'1', id, 'blocked', num(due), seq, ''}
+  end
+  place(id, j, due, now, true)
+  return {'1', id, 'pending', num(due), seq, ''}
+end

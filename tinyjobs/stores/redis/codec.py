@@ -1,0 +1,148 @@
+"""Conversions between the store's values and what the Lua scripts take and return.
+
+Job hash fields are documented in _lib.lua. Times travel as text written with %.17g, so the
+floats read back are exactly the doubles the scripts computed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...job import SCHEDULED, WAITING, Execution, Job, bound_error
+from ..base import NewJob, QueuePolicy, Settlement
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _float(value: str | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def now_arg(now: float | None) -> str:
+    """'' asks the script for the server's TIME (CLK-01); an explicit value is used as given."""
+    return "" if now is None else repr(float(now))
+
+
+def job_args(job: NewJob) -> list[str]:
+    """The 13 values of one job, in the order enqueue_one reads them."""
+    after = json.dumps(list(dict.fromkeys(job.after))) if job.after else ""
+    return [
+        job.id,
+        job.task,
+        job.queue,
+        job.payload,
+        str(int(job.priority)),
+        repr(float(job.delay)),
+        "" if job.at is None else repr(float(job.at)),
+        _text(job.key),
+        _text(job.group),
+        after,
+        str(int(job.max_attempts)),
+        repr(float(job.dedupe)),
+        repr(float(job.keep)),
+    ]
+
+
+def policy_args(policy: QueuePolicy) -> list[str]:
+    rate = policy.rate or (None, None)
+    group_rate = policy.group_rate or (None, None)
+    return [
+        policy.name,
+        repr(float(policy.lease)),
+        _text(policy.concurrency),
+        _text(rate[0]),
+        _text(rate[1]),
+        _text(policy.group_concurrency),
+        _text(group_rate[0]),
+        _text(group_rate[1]),
+    ]
+
+
+def settlement_args(s: Settlement) -> list[str]:
+    return [
+        s.job_id,
+        s.token,
+        s.outcome,
+        _text(s.result),
+        _text(bound_error(s.error)),
+        repr(float(s.delay)),
+        _text(s.execution),
+    ]
+
+
+def pairs(flat: Sequence[str] | dict) -> dict[str, str]:
+    """A dict from a flat [field, value, ...] list (an empty Lua table arrives as {})."""
+    if not flat:
+        return {}
+    return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def reported(stored: str, due: float, now: float) -> str:
+    if stored == "pending":
+        return SCHEDULED if due > now else WAITING
+    return stored
+
+
+def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) -> Job:
+    """A Job snapshot from a job hash."""
+    due = float(h["d"])
+    return Job(
+        id=job_id,
+        task=h["t"],
+        queue=h["q"],
+        args=json.loads(h["p"]),
+        state=reported(h["st"], due, now),
+        priority=int(h["pr"]),
+        attempts=int(h["a"]),
+        max_attempts=int(h["ma"]),
+        due_at=due,
+        created_at=float(h["ca"]),
+        started_at=_float(h.get("sa")),
+        finished_at=_float(h.get("fa")),
+        error=h.get("e"),
+        result=json.loads(h["r"]) if "r" in h else None,
+        key=h.get("k"),
+        group=h.get("g"),
+        after=tuple(json.loads(h["af"])) if "af" in h else (),
+        created=created,
+        cancel_requested=h.get("c") == "1",
+    )
+
+
+def from_new(job: NewJob, reply: list[Any], now: float) -> Job:
+    """The snapshot of a job that enqueue just created, from its NewJob and the script's reply
+    ['1', id, stored state, due, seq, error]."""
+    due = float(reply[3])
+    state = reply[2]
+    return Job(
+        id=job.id,
+        task=job.task,
+        queue=job.queue,
+        args=json.loads(job.payload),
+        state=reported(state, due, now),
+        priority=int(job.priority),
+        max_attempts=int(job.max_attempts),
+        due_at=due,
+        created_at=now,
+        finished_at=now if state == "cancelled" else None,
+        error=reply[5] or None,
+        key=job.key,
+        group=job.group,
+        after=tuple(dict.fromkeys(job.after)),
+    )
+
+
+def executions(entries: Sequence[str]) -> list[Execution]:
+    """Executions from the list of start entries {a, h, p, s} and end entries {n, o, r}."""
+    out: list[Execution] = []
+    for raw in entries:
+        e = json.loads(raw)
+        if "a" in e:
+            out.append(Execution(int(e["a"]), e["h"], int(e["p"]), float(e["s"])))
+        elif out:
+            out[-1] = replace(out[-1], ended_at=float(e["n"]), outcome=e.get("o"), error=e.get("r"))
+    return out

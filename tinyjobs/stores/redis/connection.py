@@ -1,0 +1,128 @@
+"""Connections to Redis: URL parsing, the clients, fork safety and retries.
+
+No connection crosses a fork: the pid that built the clients is recorded, and a call from any
+other process builds fresh clients first (the inherited sockets are dropped unused; redis-py
+only shuts a socket down in the process that opened it). Connection errors are retried with
+backoff when the call is safe to repeat, or when the command never reached the server."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ...errors import ConfigError, StoreUnavailable
+from ...urls import mask, split, with_query
+
+T = TypeVar("T")
+
+DEFAULT_PREFIX = "tinyjobs"
+SCHEMES = ("redis", "rediss", "unix")
+RETRY_FOR = 15.0  # seconds a safe call keeps retrying while the server is down or loading
+
+
+def parse(url: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(client URL without our options, key prefix, client keyword options); ConfigError when
+    the URL or the prefix makes no sense."""
+    scheme, _netloc, _path, query = split(url)
+    if scheme not in SCHEMES:
+        raise ConfigError(f"store URL {mask(url)!r}: a Redis URL starts with redis://, rediss:// or unix://")
+    prefix = str(options.pop("prefix", query.pop("prefix", DEFAULT_PREFIX)))
+    if not prefix or any(c in prefix for c in "{}\t\n "):
+        raise ConfigError(
+            f"store URL {mask(url)!r}: prefix {prefix!r} must be non-empty, without braces or spaces"
+        )
+    client_url = url.split("?", 1)[0]
+    if query:
+        client_url = with_query(client_url, **query)
+    return client_url, prefix, options
+
+
+class Connection:
+    """The clients of one store: a command client per thread (one connection each, which spares
+    the pool's checks on every call), and a pooled `blocking` client for wait()."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self.masked = mask(url)
+        self.client_url, self.prefix, self.options = parse(url, dict(options))
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._build()
+
+    def _make(self, socket_timeout: float | None, single: bool) -> redis.Redis:
+        settings: dict[str, Any] = {
+            "decode_responses": True,
+            "socket_connect_timeout": 5.0,
+            "socket_timeout": socket_timeout,
+            "health_check_interval": 30,
+            "retry": Retry(NoBackoff(), 0),  # we retry ourselves, only where it is safe
+            "single_connection_client": single,
+        }
+        settings.update(self.options)
+        try:
+            return redis.Redis.from_url(self.client_url, **settings)
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"store URL {self.masked!r}: {err}") from None
+
+    def _build(self) -> None:
+        self._local = threading.local()
+        self._clients: list[redis.Redis] = []
+        self._blocking = self._make(None, single=False)
+        self._pid = os.getpid()
+
+    def client(self) -> redis.Redis:
+        """The command client of this thread in this process (rebuilt after a fork)."""
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._build()
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._make(30.0, single=True)
+            self._local.client = client
+            with self._lock:
+                self._clients.append(client)
+        return client
+
+    def blocking(self) -> redis.Redis:
+        """The client for blocking pops: no socket timeout (rebuilt after a fork)."""
+        self.client()
+        return self._blocking
+
+    def unavailable(self, err: Exception) -> StoreUnavailable:
+        return StoreUnavailable(f"Redis store {self.masked} is unreachable: {mask(str(err))}")
+
+    def call(self, fn: Callable[[redis.Redis], T], safe: bool = True) -> T:
+        """Run `fn(client)`; on a connection error retry with backoff for up to RETRY_FOR
+        seconds when `safe` (repeating it does no harm) or when nothing reached the server."""
+        deadline = time.monotonic() + RETRY_FOR
+        delay = 0.02
+        while True:
+            try:
+                return fn(self.client())
+            except (redis.ConnectionError, redis.TimeoutError) as err:
+                repeatable = safe or _never_sent(err)
+                if not repeatable or time.monotonic() + delay > deadline:
+                    raise self.unavailable(err) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def close(self) -> None:
+        if self._pid == os.getpid():
+            with self._lock:
+                for client in [*self._clients, self._blocking]:
+                    client.close()
+        self._pid = -2  # a later call builds fresh clients; the store is not meant to be reused
+
+
+def _never_sent(err: Exception) -> bool:
+    """True for errors raised before a whole command reached the server: connecting, writing,
+    or the server still loading its data."""
+    text = str(err)
+    return isinstance(err, redis.BusyLoadingError) or "connecting to" in text or "writing to socket" in text

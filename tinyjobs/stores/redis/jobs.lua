@@ -1,0 +1,53 @@
+-- jobs.lua: jobs in a reported state (all when ''), optionally of one queue, oldest (lowest
+-- seq) first. Reads only.
+-- KEYS[1] = P:seq
+-- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:queues,
+--   P:q:<q>:ready|sched|run, P:st:<state>, P:job:<id> (reads only)
+-- ARGV: now ('' = server TIME), state ('' = all; also 'pending'), queue ('' = all), limit
+-- Returns the JSON text of {now, {{id, flat job hash}, ...}}.
+local now = clock(ARGV[1])
+local want, wq, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local function wants(s)
+  return want == '' or want == s or (want == 'pending' and (s == 'waiting' or s == 'scheduled'))
+end
+local rows = {}
+local function add_members(members)
+  for _, m in ipairs(members) do
+    table.insert(rows, {tonumber(string.sub(m, 29, 40)), string.sub(m, 41)})
+  end
+end
+local queues = (wq ~= '') and {wq} or redis.call('SMEMBERS', P .. ':queues')
+for _, q in ipairs(queues) do
+  if wants('waiting') then
+    add_members(redis.call('ZRANGE', qk(q, 'ready'), 0, -1))
+    add_members(redis.call('ZRANGEBYSCORE', qk(q, 'sched'), '-inf', num(now)))
+  end
+  if wants('scheduled') then
+    add_members(redis.call('ZRANGEBYSCORE', qk(q, 'sched'), '(' .. num(now), '+inf'))
+  end
+  if wants('running') then
+    for _, id in ipairs(redis.call('SMEMBERS', qk(q, 'run'))) do
+      table.insert(rows, {tonumber(redis.call('HGET', jk(id), 's')), id})
+    end
+  end
+end
+for _, st in ipairs({'blocked', 'done', 'failed', 'cancelled'}) do
+  if wants(st) then
+    local stop = (wq == '') and limit - 1 or -1
+    local flat = redis.call('ZRANGE', P .. ':st:' .. st, 0, stop, 'WITHSCORES')
+    for i = 1, #flat, 2 do
+      if wq == '' or redis.call('HGET', jk(flat[i]), 'q') == wq then
+        table.insert(rows, {tonumber(flat[i + 1]), flat[i]})
+      end
+    end
+  end
+end
+table.sort(rows, function(x, y) return x[1] < y[1] end)
+local out = {}
+for i = 1, math.min(limit, #rows) do
+  local flat = redis.call('HGETALL', jk(rows[i][2]))
+  if #flat > 0 then
+    table.insert(out, {rows[i][2], flat})
+  end
+end
+return cjson.encode({num(now), out})

@@ -1,0 +1,38 @@
+-- purge.lua: remove final jobs whose expires_at <= now, with their steps and executions, in
+-- one atomic step (JOB-10); then forget queues that hold no job (with their wake-up lists),
+-- and the seq counter when no job is left at all, so nothing stays behind.
+-- KEYS[1] = P:seq
+-- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:expiry, P:job:<id>,
+--   P:steps:<id>, P:exec:<id>, P:deps:<parent>, P:st:<state>, P:counts, P:queues, P:q:<q>:wake,
+--   P:seq
+-- ARGV: now ('' = server TIME), limit
+-- Returns how many jobs.
+local now = clock(ARGV[1])
+local n = 0
+local FINAL = {done = true, failed = true, cancelled = true}
+local expired = redis.call('ZRANGEBYSCORE', P .. ':expiry', '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(expired) do
+  local j = load(id)
+  if j and FINAL[j.st] then
+    delete(id, j)
+    n = n + 1
+  else
+    redis.call('ZREM', P .. ':expiry', id)
+  end
+end
+flush()
+local ck = P .. ':counts'
+for _, q in ipairs(redis.call('SMEMBERS', P .. ':queues')) do
+  if redis.call('EXISTS', qk(q, 'ready'), qk(q, 'sched'), qk(q, 'run')) == 0
+    and redis.call('HEXISTS', ck, q .. '\tblocked') == 0
+    and redis.call('HEXISTS', ck, q .. '\tdone') == 0
+    and redis.call('HEXISTS', ck, q .. '\tfailed') == 0
+    and redis.call('HEXISTS', ck, q .. '\tcancelled') == 0 then
+    redis.call('SREM', P .. ':queues', q)
+    redis.call('DEL', qk(q, 'wake'))
+  end
+end
+if redis.call('EXISTS', P .. ':queues') == 0 then
+  redis.call('DEL', P .. ':seq')
+end
+return n

@@ -1,0 +1,51 @@
+-- settle.lua: apply many settlements in one atomic step (group commit). Each applies only while
+-- its token is still on the job; the lease is then cleared and the execution closed.
+-- KEYS[1] = P:seq
+-- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
+--   P:exec:<id>, P:deps:<id>, P:q:<q>:ready|sched|run|grun|wake, P:leases, P:tok, P:holders,
+--   P:hold:<holder>, P:keys, P:st:<state>, P:counts, P:expiry
+-- ARGV[1] = now ('' = server TIME)
+-- ARGV[2] = JSON array of settlements, each an array of 7 strings: id, token, outcome
+--   (done/retry/snooze/fail/handback), result JSON, error, delay seconds, execution outcome
+--   ('' = none)
+-- Returns 1 (applied) or 0 (lease lost) per settlement.
+local now = clock(ARGV[1])
+local EXEC = {done = 'done', retry = 'error', snooze = 'snoozed', fail = 'failed', handback = 'handed back'}
+
+local function apply(id, j, oc, res, err, delay)
+  if j.c == '1' and oc ~= 'done' then
+    finalize(id, j, 'cancelled', 'cancelled while running', now)
+  elseif oc == 'done' then
+    if res then redis.call('HSET', jk(id), 'r', res) end
+    finalize(id, j, 'done', nil, now)
+  elseif oc == 'fail' or (oc == 'retry' and tonumber(j.a) >= tonumber(j.ma)) then
+    finalize(id, j, 'failed', err, now)
+  elseif oc == 'retry' then
+    if err then redis.call('HSET', jk(id), 'e', err) end
+    place(id, j, now + delay, now)
+  else
+    redis.call('HINCRBY', jk(id), 'a', -1)  -- snooze and handback give the attempt back
+    place(id, j, oc == 'snooze' and now + delay or tonumber(j.d), now)
+  end
+end
+
+local out = {}
+for _, a in ipairs(cjson.decode(ARGV[2])) do
+  local id, tk, oc = a[1], a[2], a[3]
+  local j = load(id)
+  if not j or j.tk ~= tk or j.st ~= 'running' then
+    table.insert(out, 0)
+  else
+    local res, err, ex = a[4], a[5], a[7]
+    if res == '' then res = nil end
+    if err == '' then err = nil end
+    local eo = EXEC[oc]
+    if j.c == '1' and oc ~= 'done' then eo = 'cancelled' end
+    close_exec(id, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
+    clear_lease(id, j)
+    apply(id, j, oc, res, err, tonumber(a[6]))
+    table.insert(out, 1)
+  end
+end
+flush()
+return out

@@ -1,0 +1,233 @@
+"""The Redis store: every operation is one Lua script, so each is atomic on the server.
+
+Keys of one store all live under `{prefix}:` (one hash slot, Redis Cluster-ready); the layout
+is in _lib.lua. With `now=None` the scripts read the server's TIME (CLK-01). Redis has no
+transaction shared with the caller's data, so `enqueue(conn=...)` is refused (JOB-02)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis
+
+from ...errors import JobNotFound, NotSupported
+from ...holder import Holder
+from ...job import Job
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from . import codec
+from .connection import Connection
+from .scripts import Scripts
+
+
+class RedisStore:
+    """A store in one Redis database under one key prefix. Thread-safe; fork-safe (each process
+    builds its own connections)."""
+
+    capabilities = frozenset({"notify", "shared"})
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self.url = url
+        self._conn = Connection(url, **options)
+        self.prefix = self._conn.prefix
+        self.base = "{" + self.prefix + "}"
+        self._scripts = Scripts(self.base + ":seq")
+        try:
+            self._conn.client().ping()
+        except (redis.ConnectionError, redis.TimeoutError) as err:
+            self._conn.close()
+            raise self._conn.unavailable(err) from None
+
+    def _run(self, name: str, args: list[Any], safe: bool = True) -> Any:
+        return self._conn.call(lambda c: self._scripts.run(c, name, args), safe=safe)
+
+    def now(self) -> float:
+        seconds, micros = self._conn.call(lambda c: c.time())
+        return seconds + micros / 1_000_000
+
+    def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        """All jobs in one atomic script. Safe to repeat on a lost connection: ids dedupe."""
+        if conn is not None:
+            raise NotSupported(
+                "the Redis store cannot enqueue inside your transaction (conn=...): Redis has no "
+                "transaction shared with your application's data. Enqueue after your commit, or "
+                "use the PostgreSQL or SQLite store for jobs that must commit with your data."
+            )
+        if not jobs:
+            return []
+        packed = json.dumps([codec.job_args(job) for job in jobs], ensure_ascii=False)
+        reply = self._run("enqueue", [codec.now_arg(now), packed])
+        if isinstance(reply, list):
+            raise JobNotFound(f"job {reply[1]!r} (named in `after`) does not exist; nothing was added")
+        reply = json.loads(reply)
+        at = float(reply[0])
+        out = []
+        for job, one in zip(jobs, reply[1], strict=True):
+            if one[0] == "1":
+                out.append(codec.from_new(job, one, at))
+            else:
+                out.append(codec.from_hash(one[1], codec.pairs(one[2]), at, created=False))
+        return out
+
+    def claim(
+        self,
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> list[Claimed]:
+        """One atomic script takes the leases and counts every limit. Not repeated after a
+        connection error once sent (leases it took would expire and be reaped)."""
+        if limit <= 0 or not queues:
+            return []
+        base = secrets.token_hex(8)
+        args = [codec.now_arg(now), holder.id, holder.hostname, holder.pid, base, int(limit)]
+        for policy in queues.values():
+            args.extend(codec.policy_args(policy))
+        reply = json.loads(self._run("claim", args, safe=False))
+        at = float(reply[0])
+        out = []
+        for job_id, flat, steps in reply[1]:
+            h = codec.pairs(flat)
+            job = codec.from_hash(job_id, h, at)
+            out.append(Claimed(job, h["tk"], float(h["ls"]), codec.pairs(steps)))
+        return out
+
+    def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
+        """All tokens in one atomic script."""
+        if not tokens:
+            return {}
+        reply = self._run("renew", [codec.now_arg(now), *tokens])
+        return dict(zip(tokens, reply, strict=True))
+
+    def save_step(self, token: str, name: str, value: str, now: float | None = None) -> bool:
+        """One atomic script, fenced by the token."""
+        return self._run("save_step", [codec.now_arg(now), token, name, value]) == 1
+
+    def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
+        """All settlements in one atomic script (group commit). Repeated after a lost reply: the
+        tokens fence it, so a settlement applies once (the repeat may then report False)."""
+        if not settlements:
+            return []
+        packed = json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)
+        return [bool(x) for x in self._run("settle", [codec.now_arg(now), packed])]
+
+    def reap(self, now: float | None = None, limit: int = 1000) -> int:
+        """One atomic script."""
+        return int(self._run("reap", [codec.now_arg(now), int(limit)]))
+
+    def holders(self, host: str) -> list[Holder]:
+        """Read from the set of holders with live leases."""
+        ids = self._conn.call(lambda c: c.smembers(self.base + ":holders"))
+        return [Holder.parse(h) for h in sorted(ids) if h.startswith(host + "|")]
+
+    def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
+        """One atomic script for all holders."""
+        if not holders:
+            return 0
+        return int(self._run("end_leases", [codec.now_arg(now), *(h.id for h in holders)]))
+
+    def cancel(self, job_id: str, now: float | None = None) -> bool:
+        """One atomic script."""
+        return self._run("cancel", [codec.now_arg(now), job_id]) == 1
+
+    def retry(self, job_id: str, now: float | None = None) -> bool:
+        """One atomic script."""
+        return self._run("retry", [codec.now_arg(now), job_id]) == 1
+
+    def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        """One read-only script: the row, `ahead` and the executions agree with each other."""
+        reply = json.loads(self._run("get", [codec.now_arg(now), job_id, "1" if executions else "0"]))
+        if len(reply) == 1:
+            return None
+        job = codec.from_hash(job_id, codec.pairs(reply[1]), float(reply[0]))
+        job.ahead = None if reply[2] < 0 else int(reply[2])
+        job.executions = codec.executions(reply[3])
+        return job
+
+    def jobs(
+        self,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        now: float | None = None,
+    ) -> list[Job]:
+        """One read-only script."""
+        args = [codec.now_arg(now), state or "", queue or "", int(limit)]
+        reply = json.loads(self._run("jobs", args))
+        at = float(reply[0])
+        return [codec.from_hash(job_id, codec.pairs(flat), at) for job_id, flat in reply[1]]
+
+    def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
+        """One read-only script."""
+        flat = self._run("counts", [codec.now_arg(now)])
+        out: dict[str, dict[str, int]] = {}
+        for i in range(0, len(flat), 3):
+            out.setdefault(flat[i], {})[flat[i + 1]] = int(flat[i + 2])
+        return out
+
+    def purge(self, now: float | None = None, limit: int = 1000) -> int:
+        """One atomic script."""
+        return int(self._run("purge", [codec.now_arg(now), int(limit)]))
+
+    def fire_cron(self, schedule: str, due: float, job: NewJob, now: float | None = None) -> bool:
+        """One atomic script: the last due time and the job are written together, or neither."""
+        args = [codec.now_arg(now), schedule, repr(float(due)), *codec.job_args(job)]
+        return self._run("fire_cron", args) == 1
+
+    def cron_last(self, schedule: str) -> float | None:
+        value = self._conn.call(lambda c: c.hget(self.base + ":cron", schedule))
+        return None if value is None else float(value)
+
+    def lead(self, name: str, holder: str, ttl: float, now: float | None = None) -> bool:
+        """One atomic script."""
+        return self._run("lead", [codec.now_arg(now), name, holder, repr(float(ttl))]) == 1
+
+    def resign(self, name: str, holder: str) -> None:
+        """One atomic script."""
+        self._run("resign", ["", name, holder])
+
+    def wait(self, queues: Sequence[str], timeout: float) -> bool:
+        """A blocking pop on the queues' wake-up lists (pushed when a job becomes due or is
+        scheduled), on a connection of its own; never past the next scheduled due time, so a
+        delayed job starts on time. Idle, it costs one blocked connection and no CPU."""
+        if not queues or timeout <= 0:
+            return False
+        keys = [f"{self.base}:q:{q}:wake" for q in queues]
+        until_due = self._until_next_due(queues)
+        if until_due < 0.01:  # a scheduled job is due: a short pause keeps a busy caller calm
+            time.sleep(0.01)
+            return True
+        blocking = self._conn.blocking()
+        popped = self._conn.call(lambda c: blocking.blpop(keys, timeout=min(timeout, until_due)))
+        return bool(popped) or until_due <= timeout
+
+    def _until_next_due(self, queues: Sequence[str]) -> float:
+        def read(client: redis.Redis) -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            pipe.time()
+            for q in queues:
+                pipe.zrange(f"{self.base}:q:{q}:sched", 0, 0, withscores=True)
+            return pipe.execute()
+
+        reply = self._conn.call(read)
+        now = reply[0][0] + reply[0][1] / 1_000_000
+        heads = [entries[0][1] for entries in reply[1:] if entries]
+        return min(heads) - now if heads else float("inf")
+
+    def drop(self) -> int:
+        """Delete every key of this store's prefix (tests, `verify`). Returns how many."""
+
+        def wipe(client: redis.Redis) -> int:
+            keys = list(client.scan_iter(match=self.base + ":*", count=1000))
+            for i in range(0, len(keys), 500):
+                client.delete(*keys[i : i + 500])
+            return len(keys)
+
+        return self._conn.call(wipe)
+
+    def close(self) -> None:
+        self._conn.close()
