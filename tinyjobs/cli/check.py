@@ -1,0 +1,87 @@
+"""`tinyjobs check [URL] [--socket PATH] [--store-warnings] [--json]`.
+
+Exit status: 0 nothing failed (WARN and NOT CHECKED print but pass), 1 a FAIL, 2 a bad URL or
+a store that is unreachable or refused. Every URL printed is masked."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import import_module
+
+import click
+
+from tinyjobs.check import Report, audit_url, health_findings, scrub, url_secrets
+from tinyjobs.errors import ConfigError, StoreError, TinyjobsError
+from tinyjobs.urls import mask
+
+DEFAULT_URL = "sqlite:///tinyjobs.db"
+
+
+def resolve_url(ctx: click.Context, url: str | None) -> str:
+    """The URL argument, else the global --url (ctx.obj["url"]), else $TINYJOBS_URL, else the
+    default SQLite file."""
+    if url:
+        return url
+    obj = ctx.obj
+    if isinstance(obj, dict) and obj.get("url"):
+        return obj["url"]
+    return os.environ.get("TINYJOBS_URL") or DEFAULT_URL
+
+
+def supervisor_health(path: str) -> dict:
+    """The supervisor's health document from its socket.
+
+    SUPERVISOR HOOK: the socket client belongs to the supervisor work
+    (`tinyjobs.supervisor.health.query(path) -> dict`). Until it exists, --socket is a usage
+    error."""
+    try:
+        health = import_module("tinyjobs.supervisor.health")
+    except ModuleNotFoundError as err:
+        if err.name not in ("tinyjobs.supervisor", "tinyjobs.supervisor.health"):
+            raise
+        health = None
+    query = getattr(health, "query", None)
+    if query is None:
+        raise click.UsageError("--socket needs the supervisor")
+    return query(path)
+
+
+def _fail(message: str, as_json: bool, code: int) -> None:
+    if as_json:
+        click.echo(json.dumps({"ok": False, "exit_code": code, "error": message}, indent=2))
+    else:
+        click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+@click.command("check")
+@click.argument("url", required=False)
+@click.option("--socket", "socket_path", metavar="PATH", help="the supervisor's health socket")
+@click.option(
+    "--store-warnings",
+    is_flag=True,
+    help="show the store's FAIL findings as WARN (a development setup)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.pass_context
+def check(
+    ctx: click.Context, url: str | None, socket_path: str | None, store_warnings: bool,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """Audit the store's durability settings (and, with --socket, the supervisor's health)."""
+    url = resolve_url(ctx, url)
+    secrets = url_secrets(url)
+    try:
+        health = supervisor_health(socket_path) if socket_path else None
+        report: Report = audit_url(url, store_warnings=store_warnings)
+        if health is not None:
+            report.add(health_findings(health))
+    except ConfigError as err:
+        _fail(scrub(str(err), secrets), as_json, 2)
+    except StoreError as err:
+        _fail(scrub(str(err), secrets), as_json, 2)
+    except TinyjobsError as err:
+        _fail(f"{mask(url)}: {scrub(str(err), secrets)}", as_json, 2)
+    click.echo(report.to_json() if as_json else report.render())
+    ctx.exit(report.exit_code)
