@@ -1,0 +1,276 @@
+"""The arbiter: the supervisor's single-threaded main loop (gunicorn's arbiter is the model).
+
+Signal handlers only record; each turn of the loop waits on one selector (signal wake-up fd,
+worker heartbeat pipes, health socket), then acts: signals, reaping, liveness, keeping N
+workers, leader duties, systemd notifications. No thread ever runs in this process, so fork is
+safe. The store is opened here before the first fork and kept: every store records the pid that
+opened its connections and a forked child opens its own (no connection crosses a fork)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import time
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import setproctitle
+
+from tinyjobs import log as tjlog
+from tinyjobs.holder import Holder
+from tinyjobs.reaper import Reaper
+from tinyjobs.urls import mask
+
+from .appload import AppLoader
+from .config import EXIT_BOOT, EXIT_OK, BootError, SupervisorConfig
+from .health import HealthServer
+from .leader import Leader
+from .notify import Notifier
+from .pool import KILL_GRACE, Pool
+from .signals import SignalQueue
+
+TURN = 0.25  # the loop wakes at least this often
+STOP_NOW_GRACE = 3.0  # after SIGQUIT, workers get this long to hand their jobs back
+STORE_RETRY = (0.5, 10.0)
+STALE_REAP = 10.0
+
+
+class Arbiter:
+    """`Arbiter(config).run()` supervises until asked to stop; returns the exit status."""
+
+    def __init__(self, config: SupervisorConfig, log: Any = None) -> None:
+        self.config = config
+        self.log = log or tjlog.get_logger(pid=os.getpid(), role="supervisor")
+        self.started = time.monotonic()
+        self.state = "starting"
+        self.exit_code = EXIT_OK
+        self.stopping: str | None = None  # "drain" or "now"
+        self.stop_deadline = 0.0
+        self.selector = selectors.DefaultSelector()
+        self.signals = SignalQueue()
+        self.notifier = Notifier.from_environment()  # unsets NOTIFY_SOCKET before any fork
+        self.loader = AppLoader(config.app_spec, config.url)
+        self.health: HealthServer | None = None
+        self.leader: Leader | None = None
+        self.pool = Pool(config, self.selector, self._inherited_fds, self.log)
+        self._ready_sent = False
+        self._next_status = 0.0
+        self._next_extend = 0.0
+
+    # -- life ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Boot, supervise, drain; the exit status (config.EXIT_*)."""
+        try:
+            self._boot()
+            while not self._done():
+                self._turn()
+        except BootError as err:
+            self.log.error("supervisor.boot_failed", error=mask(str(err)), exit=err.code)
+            self.notifier.send(STATUS=f"boot failed: {mask(str(err))}")
+            self.exit_code = err.code
+        finally:
+            self._close()
+        self.log.info("supervisor.exited", exit=self.exit_code)
+        return self.exit_code
+
+    def _boot(self) -> None:
+        setproctitle.setproctitle("tinyjobs: supervisor")
+        self.signals.install()
+        self.selector.register(self.signals.wake_fd, selectors.EVENT_READ, lambda fd, mask: None)
+        self.app = self.loader.load()
+        self.log.info("supervisor.starting", url=mask(self.app.url), workers=self.config.workers,
+                      slots=self.config.slots, version=_version())  # fmt: skip
+        if self.config.socket_path:
+            self.health = HealthServer(self.config.socket_path, self.selector, self.document,
+                                       self.log)  # fmt: skip
+            self.health.open()
+        if not self._open_store():
+            return
+        self.leader = Leader(self.app, Holder.current().id, self.config.leader_ttl, self.log)
+        self.leader.tick()
+        self.state = "running"
+
+    def _open_store(self) -> bool:
+        """Open the store and end the leases of this host's dead processes (DUR-02), retrying
+        with backoff while it is unreachable (health says why); False when told to stop."""
+        delay = STORE_RETRY[0]
+        while self.stopping is None:
+            try:
+                ended = Reaper(self.app.store, self.app.now, self.log).end_dead_holders()
+            except Exception as err:
+                self.store_error = mask(str(err))
+                self.log.error("store.unreachable", error=self.store_error, retry_in=delay)
+                self.notifier.status(f"store unreachable, retrying: {self.store_error}")
+                deadline = time.monotonic() + delay
+                while self.stopping is None and time.monotonic() < deadline:
+                    self._poll(min(TURN, deadline - time.monotonic()))
+                    self._handle_signals()
+                delay = min(STORE_RETRY[1], delay * 2)
+                continue
+            self.store_error = None
+            self.log.info("supervisor.store_ready", leases_ended=ended)
+            return True
+        return False
+
+    def _done(self) -> bool:
+        return self.stopping is not None and not self.pool.children
+
+    def _turn(self) -> None:
+        self._poll(TURN)
+        self._handle_signals()
+        self.pool.reap(self.app, self.stopping is not None)
+        now = time.monotonic()
+        if self.pool.boot_failed and self.stopping != "now":
+            self.log.error("supervisor.halt", reason="a worker failed to boot (worker.boot_failed)")
+            self.exit_code = EXIT_BOOT
+            self._stop("now")
+        self.pool.check(now, self.stopping is not None)
+        if self.stopping is None:
+            self.pool.manage(self.app, now)
+            if self.state == "reloading" and not self.pool.reloading():
+                self.state = "running"
+                self.log.info("supervisor.reloaded", generation=self.pool.generation)
+        if self.leader is not None:
+            self.leader.tick()
+        self._notify(now)
+        if self.health is not None:
+            self.health.expire(now)
+
+    def _poll(self, timeout: float) -> None:
+        for key, mask_ in self.selector.select(max(0.0, timeout)):
+            key.data(key.fileobj, mask_)
+
+    # -- signals -------------------------------------------------------------------------
+
+    def _handle_signals(self) -> None:
+        for signum in self.signals.pending():
+            if signum in (signal.SIGTERM, signal.SIGINT):
+                self.log.info("supervisor.signal", signal=signal.Signals(signum).name)
+                self._stop("now" if self.stopping else "drain")
+            elif signum == signal.SIGQUIT:
+                self.log.info("supervisor.signal", signal="SIGQUIT")
+                self._stop("now")
+            elif signum == signal.SIGHUP:
+                self.log.info("supervisor.signal", signal="SIGHUP")
+                self._reload()
+            # SIGCHLD only wakes the loop; reaping follows in this turn.
+
+    def _stop(self, how: str) -> None:
+        """drain: SIGTERM to every worker (they finish within the drain timeout and hand back
+        the rest), SIGKILL after a grace. now: SIGQUIT (hand back at once), SIGKILL soon."""
+        now = time.monotonic()
+        if self.stopping == how or self.stopping == "now":
+            return
+        self.stopping, self.state = how, ("draining" if how == "drain" else "stopping")
+        if how == "drain":
+            self.stop_deadline = now + self.config.drain_timeout + KILL_GRACE
+            self.pool.signal_all(signal.SIGTERM, self.stop_deadline)
+        else:
+            self.stop_deadline = min(self.stop_deadline or now + STOP_NOW_GRACE,
+                                     now + STOP_NOW_GRACE)  # fmt: skip
+            self.pool.signal_all(signal.SIGQUIT, self.stop_deadline)
+        self.log.info("supervisor.stopping", how=how, workers=len(self.pool.children))
+        self.notifier.stopping(self._status(), extend=self.stop_deadline - now + KILL_GRACE)
+        self._next_extend = now + 1.0
+
+    def _reload(self) -> None:
+        """SIGHUP: import the app afresh, then replace the workers one by one (SUP-03)."""
+        if self.stopping is not None or self.leader is None:
+            return
+        try:
+            app = self.loader.reload()
+            _ = app.store  # opened now: a reload onto an unreachable store keeps the old app
+        except Exception as err:
+            self.log.error("supervisor.reload_failed", error=mask(str(err)))
+            return
+        old, self.app = self.app, app
+        self.leader.use_app(app)
+        if old is not app:
+            old.close()
+        self.pool.generation += 1
+        self.state = "reloading"
+        self.log.info("supervisor.reloading", generation=self.pool.generation)
+
+    # -- systemd and health ------------------------------------------------------------------
+
+    def _notify(self, now: float) -> None:
+        if self.stopping is not None:
+            if now >= self._next_extend:
+                self.notifier.extend(max(1.0, self.stop_deadline - now) + KILL_GRACE)
+                self._next_extend = now + 1.0
+            return
+        self.notifier.watchdog(now)
+        if not self._ready_sent and self.pool.all_booted():
+            self._ready_sent = True
+            self.notifier.ready(self._status())
+            self.log.info("supervisor.ready", workers=len(self.pool.children))
+        elif now >= self._next_status:
+            self.notifier.status(self._status())
+        if now >= self._next_status:
+            self._next_status = now + 1.0
+
+    def _status(self) -> str:
+        up = sum(1 for c in self.pool.children.values() if c.booted and not c.retiring)
+        jobs = sum(c.beat.running for c in self.pool.children.values() if c.beat)
+        role = ", leader" if self.leader and self.leader.leading else ""
+        return f"{self.state}: {up}/{self.config.workers} workers, {jobs} jobs running{role}"
+
+    def document(self) -> dict[str, Any]:
+        """The health document (SUP-09): no secrets (the URL is masked)."""
+        now = time.monotonic()
+        workers = [c.health(now) for c in sorted(self.pool.children.values(),
+                                                  key=lambda c: (c.number, c.pid))]  # fmt: skip
+        leader = self.leader.health() if self.leader else {
+            "leader": False, "last_reap": None, "last_cron_tick": None,
+            "store": {"reachable": False, "error": getattr(self, "store_error", None)},
+        }  # fmt: skip
+        doc = {
+            "pid": os.getpid(),
+            "uptime": round(now - self.started, 3),
+            "state": self.state,
+            "version": _version(),
+            "url": mask(self.app.url) if hasattr(self, "app") else None,
+            "workers_expected": self.config.workers,
+            "workers": workers,
+            **leader,
+        }
+        problems = _problems(doc)
+        return {**doc, "healthy": not problems, "problems": problems}
+
+    def _inherited_fds(self) -> list[int]:
+        """What a forked child closes: the wake-up pipe, the health socket and its clients,
+        the selector itself."""
+        fds = [*self.signals.fds, *(self.health.fds() if self.health else [])]
+        fileno = getattr(self.selector, "fileno", None)
+        return fds + ([fileno()] if fileno else [])
+
+    def _close(self) -> None:
+        if self.leader is not None:
+            self.leader.resign()
+        if self.health is not None:
+            self.health.close()
+        if hasattr(self, "app"):
+            self.app.close()
+        self.signals.close()
+        self.selector.close()
+
+
+def _problems(doc: dict[str, Any]) -> list[str]:
+    """Why the supervisor is not healthy: no live worker, store unreachable, reaping stale."""
+    problems = []
+    if not any(w["state"] == "running" for w in doc["workers"]):
+        problems.append("no worker is running")
+    if not doc["store"]["reachable"]:
+        problems.append(f"store unreachable: {doc['store']['error']}")
+    if doc["leader"] and (doc["last_reap"] is None or time.time() - doc["last_reap"] > STALE_REAP):
+        problems.append("leader duties are stale: no reap in the last 10 s")
+    return problems
+
+
+def _version() -> str:
+    try:
+        return version("tinyjobs")
+    except PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,121 @@
+"""Leader duties (SUP-08): one supervisor per store at a time holds the "leader" lease in the
+store and runs the reaper every second, cron and the retention purge. Every duty is idempotent,
+so correctness never depends on who leads (or on two leading for a moment), only efficiency.
+
+Every supervisor renews (or tries to take) the lease once a second; that call also tells the
+health document whether the store is reachable."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from tinyjobs.reaper import Reaper
+from tinyjobs.urls import mask
+
+if TYPE_CHECKING:
+    from tinyjobs.app import App
+
+LEASE_NAME = "leader"
+TICK = 1.0
+
+
+class Leader:
+    """Runs from the supervisor's main loop through `tick()`; never raises (it reports)."""
+
+    def __init__(self, app: App, holder_id: str, ttl: float, log: Any) -> None:
+        self.holder_id, self.ttl, self.log = holder_id, ttl, log
+        self.leading = False
+        self.reachable: bool | None = None
+        self.error: str | None = None
+        self.last_cron_tick: float | None = None
+        self._next = 0.0
+        self.use_app(app)
+
+    def use_app(self, app: App) -> None:
+        """Run the duties for `app` from now on (after a reload, the fresh app)."""
+        self.app = app
+        self.reaper = Reaper(app.store, app.now, self.log, reap_interval=TICK)
+        self.cron = _cron_scheduler(app, self.log)
+
+    def tick(self) -> float:
+        """Renew or take the lease when due, then run the due duties if leading; returns
+        seconds until the next call is useful."""
+        now = time.monotonic()
+        if now < self._next:
+            return self._next - now
+        self._next = now + TICK
+        self._renew()
+        if self.leading:
+            self.reaper.tick()
+            self._tick_cron()
+        return TICK
+
+    def _renew(self) -> None:
+        try:
+            leading = self.app.store.lead(LEASE_NAME, self.holder_id, self.ttl, self.app.now())
+        except Exception as err:
+            if self.reachable is not False:
+                self.log.error("store.unreachable", error=mask(str(err)))
+            self.reachable, self.error = False, mask(str(err))
+            leading = False
+        else:
+            if self.reachable is False:
+                self.log.info("store.reachable")
+            self.reachable, self.error = True, None
+        if leading != self.leading:
+            self.log.info("leader.elected" if leading else "leader.lost", holder=self.holder_id)
+        self.leading = leading
+
+    def _tick_cron(self) -> None:
+        if self.cron is None:
+            return
+        try:
+            self.cron.tick()
+        except Exception as err:
+            self.log.error("cron.error", error=mask(str(err)))
+            return
+        self.last_cron_tick = time.time()
+
+    def resign(self) -> None:
+        """Give the lease up (at exit), so another supervisor takes over at once."""
+        if not self.leading:
+            return
+        try:
+            self.app.store.resign(LEASE_NAME, self.holder_id)
+        except Exception as err:
+            self.log.warning("leader.resign_failed", error=mask(str(err)))
+        self.leading = False
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "leader": self.leading,
+            "last_reap": self.reaper.last_reap,
+            "last_cron_tick": self.last_cron_tick,
+            "store": {"reachable": self.reachable, "error": self.error},
+        }
+
+
+def _cron_scheduler(app: App, log: Any) -> Any:
+    """tinyjobs.cron.CronScheduler(app, log) when the app has cron schedules, else None. Imported
+    lazily: cron (and croniter) are only needed when schedules exist."""
+    if not _has_schedules(app):
+        return None
+    try:
+        from tinyjobs.cron import CronScheduler
+    except ImportError as err:
+        if err.name != "tinyjobs.cron":  # cron not there yet is fine; a broken one is not
+            log.warning("cron.unavailable", error=str(err))
+        return None
+    try:
+        return CronScheduler(app, log)
+    except Exception as err:
+        log.error("cron.unavailable", error=mask(str(err)))
+        return None
+
+
+def _has_schedules(app: App) -> bool:
+    """True unless the app says it has no schedule (an app without a registry of schedules is
+    left to the scheduler to judge)."""
+    crons = getattr(app, "crons", None)
+    return True if crons is None else bool(crons)

@@ -1,0 +1,64 @@
+"""SUP-08: two supervisors on one store; exactly one leads (reaper, cron, purge); when the
+leader is killed the other takes over once the leader lease runs out."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import supervisor_harness
+from support.wait import wait_until
+
+harness, app = supervisor_harness.harness, supervisor_harness.app  # fixtures
+
+
+def test_sup08_one_leader_per_store_and_the_other_takes_over_when_it_dies(harness):
+    first = harness.start("--workers", "1", "--leader-ttl", "2s", name="first")
+    second = harness.start("--workers", "1", "--leader-ttl", "2s", name="second")
+    first.wait_ready(1)
+    second.wait_ready(1)
+    docs = wait_until(
+        lambda: (d := [first.health(), second.health()]) and any(x["leader"] for x in d) and d,
+        timeout=10,
+        what="a leader",
+    )
+    assert [d["leader"] for d in docs].count(True) == 1
+    leader, follower = (first, second) if docs[0]["leader"] else (second, first)
+    assert leader.health()["last_reap"] is not None
+    assert follower.health()["last_reap"] is None  # the follower never reaps
+
+    os.kill(leader.pid, signal.SIGKILL)
+    died_at = time.monotonic()
+    took = wait_until(
+        lambda: (d := follower.health())["leader"] and d["last_reap"] and d,
+        timeout=15,
+        what="the follower to take over",
+    )
+    assert time.monotonic() - died_at < 10, "about one leader TTL (2 s) after the death"
+    reaped = took["last_reap"]
+    wait_until(lambda: follower.health()["last_reap"] > reaped, timeout=5, what="a reap every second")
+    assert follower.event("leader.elected")
+
+
+def test_sup08_cron_fires_once_per_due_time_across_a_leader_change(harness):
+    pytest.importorskip("tinyjobs.cron", reason="cron (issue 3) has not landed yet")
+    import tinyjobs
+
+    if not hasattr(tinyjobs.App, "cron"):
+        pytest.skip("App.cron has not landed yet")
+    env = harness.env(TJ_CRON="1")
+    first = harness.start("--workers", "1", "--leader-ttl", "2s", name="first", env=env)
+    second = harness.start("--workers", "1", "--leader-ttl", "2s", name="second", env=env)
+    first.wait_ready(1)
+    second.wait_ready(1)
+    wait_until(lambda: len(harness.marks_of("tick")) >= 2, timeout=20, what="two cron ticks")
+    leader = first if first.health()["leader"] else second
+    follower = second if leader is first else first
+    os.kill(leader.pid, signal.SIGKILL)
+    wait_until(lambda: follower.health()["leader"], timeout=15, what="the follower to lead")
+    count = len(harness.marks_of("tick"))
+    wait_until(lambda: len(harness.marks_of("tick")) >= count + 2, timeout=20, what="more ticks")
+    dues = [m["due"] for m in harness.marks_of("tick")]
+    assert len(dues) == len(set(dues)), "never twice for one due time"
