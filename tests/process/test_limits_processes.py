@@ -4,88 +4,30 @@ cron fires each due time exactly once, a restart across a due time included."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from support.processes import WorkerProcesses, import_app
 from support.wait import wait_until
 
 HERE = Path(__file__).resolve().parent
 
 
-class FlowWorkers:
-    """Starts `tinyjobs worker --app flowapp:app` processes, each logging to a file of its own
-    (a pipe nobody reads could fill and stall a worker)."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp, self.url = tmp, f"sqlite:///{tmp}/jobs.db"
-        self.procs: list[subprocess.Popen] = []
-        self.cron = ""
-
-    def start(self, *extra: str) -> subprocess.Popen:
-        env = {
-            **os.environ,
-            "TINYJOBS_URL": self.url,
-            "TJ_TEST_DIR": str(self.tmp),
-            "TJ_FLOW_CRON": self.cron,
-            "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-        }
-        log = open(self.tmp / f"worker-{len(self.procs)}.log", "w")  # the child keeps its own copy
-        command = [sys.executable, "-m", "tinyjobs", "worker", "--app", "flowapp:app", *extra]
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        self.procs.append(proc)
-        return proc
-
-    def marks(self, kind: str | None = None) -> list[dict]:
-        path = self.tmp / "flow.jsonl"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [m for m in map(json.loads, filter(None, lines)) if kind is None or m["kind"] == kind]
-
-    def events(self, name: str) -> list[dict]:
-        """Log events called `name` from every worker's log."""
-        found = []
-        for path in sorted(self.tmp.glob("worker-*.log")):
-            for line in path.read_text().splitlines():
-                if line.startswith("{") and json.loads(line).get("event") == name:
-                    found.append(json.loads(line))
-        return found
-
-    def stop(self, proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-        if proc.poll() is None:
-            proc.send_signal(sig)
-        proc.wait(30)
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-
-
 @pytest.fixture
 def flow(tmp_path):
-    workers = FlowWorkers(tmp_path)
+    workers = WorkerProcesses(tmp_path, "flowapp:app", HERE, marks_file="flow.jsonl")
     yield workers
     workers.stop_all()
 
 
 @pytest.fixture
 def app(flow):
-    sys.path.insert(0, str(HERE))
-    try:
-        import flowapp
-    finally:
-        sys.path.remove(str(HERE))
-    flowapp.app.url, flowapp.app._store = flow.url, None
-    yield flowapp.app
-    flowapp.app.close()
+    app = import_app("flowapp", HERE, flow.url)
+    yield app
+    app.close()
 
 
 def max_overlap(marks: list[dict]) -> int:
@@ -154,7 +96,7 @@ def test_lim02_rate_and_group_rate_hold_in_every_window_across_worker_processes(
 
 
 def test_cron01_several_worker_processes_fire_each_due_time_exactly_once(flow, app):
-    flow.cron = "each_second"
+    flow.env["TJ_FLOW_CRON"] = "each_second"
     procs = [flow.start("--slots", "2") for _ in range(3)]
     wait_until(lambda: len(flow.marks("cron")) >= 8, timeout=60, interval=0.2, what="8 cron runs")
     for proc in procs:
@@ -171,7 +113,7 @@ def test_cron01_several_worker_processes_fire_each_due_time_exactly_once(flow, a
 
 
 def test_cron01_a_worker_restart_across_a_due_time_still_fires_it(flow, app):
-    flow.cron = "every_five"
+    flow.env["TJ_FLOW_CRON"] = "every_five"
     first = flow.start("--slots", "2")
     wait_until(lambda: flow.events("cron.fired"), timeout=60, interval=0.1, what="a first fire")
     last = int(flow.events("cron.fired")[-1]["job_id"].rsplit(":", 1)[1])

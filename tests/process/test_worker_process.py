@@ -12,7 +12,7 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_again_as_its_nex
     job = app.enqueue("hold", {"seconds": 60})
     first = workers.start()
     wait_until(
-        lambda: any(m["kind"] == "start" for m in workers.read_marks()),
+        lambda: any(m["kind"] == "start" for m in workers.marks()),
         timeout=15,
         what="the first attempt to start",
     )
@@ -23,7 +23,7 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_again_as_its_nex
     # long before the 3 s lease would run out on its own.
     second = workers.start()
     wait_until(
-        lambda: [m["attempt"] for m in workers.read_marks() if m["kind"] == "start"] == [1, 2],
+        lambda: [m["attempt"] for m in workers.marks() if m["kind"] == "start"] == [1, 2],
         timeout=15,
         what="the second attempt to start",
     )
@@ -80,7 +80,7 @@ def test_two_workers_on_one_file_never_run_one_job_twice(workers, app):
         what="all jobs to finish",
     )
     runs = defaultdict(list)
-    for m in workers.read_marks():
+    for m in workers.marks():
         runs[m["job"]].append(m)
     assert len(runs) == 300
     assert all(len(marks) == 2 for marks in runs.values())  # one start, one end: ran once
