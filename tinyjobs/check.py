@@ -219,4 +219,7 @@ def health_findings(health: dict) -> list[Finding]:
         error = store.get("error", "") if isinstance(store, dict) else ""
         seen = f"unreachable {error}".strip()
         out.append(failed("supervisor.store", seen, "check the store and the supervisor's URL"))
+    for problem in health.get("problems") or []:
+        if "leader" in str(problem):  # workers and store are reported above
+            out.append(failed("supervisor.leader", str(problem), "see the supervisor's journal"))
     return [replace(f, source="supervisor") for f in out]

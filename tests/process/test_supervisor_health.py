@@ -3,9 +3,13 @@ and neither a garbage-sending nor a silent, never-reading client holds up the lo
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
 import time
 
 import supervisor_harness
@@ -67,3 +71,18 @@ def test_sup09_garbage_and_silent_clients_do_not_block_the_loop(harness):
         for client in [*silent, garbage]:
             client.close()
     assert sup.proc.poll() is None
+
+
+def test_check_with_socket_exits_0_when_healthy_and_2_when_nothing_answers(harness):
+    sup = harness.start("--workers", "1")
+    sup.wait_ready(1)
+    command = [sys.executable, "-m", "tinyjobs", "check", harness.url, "--socket", sup.socket_path]
+    healthy = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=60)
+    report = json.loads(healthy.stdout)
+    by_setting = {f["setting"]: f["status"] for f in report["findings"]}
+    assert by_setting["supervisor.workers"] == "PASS" and by_setting["supervisor.store"] == "PASS"
+    assert healthy.returncode == 0, healthy.stdout
+    sup.proc.send_signal(signal.SIGTERM)
+    assert sup.proc.wait(30) == 0
+    gone = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 2 and "no supervisor answers" in gone.stdout + gone.stderr

@@ -201,10 +201,22 @@ def test_socket_health_joins_the_verdict(tmp_path, monkeypatch):
     assert result.exit_code == 1
 
 
-def test_socket_without_the_supervisor_is_a_usage_error(tmp_path):
-    import importlib.util
+def test_a_socket_where_nothing_answers_exits_2(tmp_path):
+    result = CliRunner().invoke(check, [f"sqlite:///{tmp_path}/x.db", "--socket", str(tmp_path / "no.sock")])
+    assert result.exit_code == 2 and "no supervisor answers" in result.output
 
-    if importlib.util.find_spec("tinyjobs.supervisor.health") is not None:
-        pytest.skip("the supervisor's health client exists")
-    result = CliRunner().invoke(check, [f"sqlite:///{tmp_path}/x.db", "--socket", "/s"])
-    assert result.exit_code == 2 and "--socket needs the supervisor" in result.output
+
+def test_stale_leader_duties_fail_the_check(tmp_path, monkeypatch):
+    db = tmp_path / "jobs.db"
+    sqlite3.connect(db).execute("PRAGMA journal_mode=WAL").fetchone()
+    health = {
+        "workers": [{"pid": 1}],
+        "store": {"reachable": True},
+        "problems": ["leader duties are stale: no reap in the last 10 s"],
+    }
+    import tinyjobs.cli.check as cli_check
+
+    monkeypatch.setattr(cli_check, "supervisor_health", lambda path: health)
+    result = CliRunner().invoke(check, [f"sqlite:///{db}", "--socket", "/s", "--json"])
+    leader = next(f for f in json.loads(result.output)["findings"] if f["setting"] == "supervisor.leader")
+    assert leader["status"] == FAIL and result.exit_code == 1

@@ -12,7 +12,7 @@ from importlib import import_module
 import click
 
 from tinyjobs.check import Report, audit_url, health_findings, scrub, url_secrets
-from tinyjobs.errors import ConfigError, StoreError, TinyjobsError
+from tinyjobs.errors import ConfigError, StoreError, StoreUnavailable, TinyjobsError
 from tinyjobs.urls import mask
 
 DEFAULT_URL = "sqlite:///tinyjobs.db"
@@ -30,21 +30,13 @@ def resolve_url(ctx: click.Context, url: str | None) -> str:
 
 
 def supervisor_health(path: str) -> dict:
-    """The supervisor's health document from its socket.
-
-    SUPERVISOR HOOK: the socket client belongs to the supervisor work
-    (`tinyjobs.supervisor.health.query(path) -> dict`). Until it exists, --socket is a usage
-    error."""
+    """The supervisor's health document from its socket; StoreUnavailable (exit 2) when
+    nothing answers there or the answer is not a health document."""
+    query = import_module("tinyjobs.supervisor.health").query
     try:
-        health = import_module("tinyjobs.supervisor.health")
-    except ModuleNotFoundError as err:
-        if err.name not in ("tinyjobs.supervisor", "tinyjobs.supervisor.health"):
-            raise
-        health = None
-    query = getattr(health, "query", None)
-    if query is None:
-        raise click.UsageError("--socket needs the supervisor")
-    return query(path)
+        return query(path)
+    except (OSError, ValueError) as err:
+        raise StoreUnavailable(f"no supervisor answers on {path}: {err}") from None
 
 
 def _fail(message: str, as_json: bool, code: int) -> None:
