@@ -3,6 +3,7 @@ that run after it (DEP-01). Every function runs inside the caller's open transac
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -128,3 +129,19 @@ def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
     else:  # handback: due unchanged, the attempt given back
         requeue(db, row, row["due"], 1)
     return True
+
+
+def settle_done_batch(db: Executor, settlements: Sequence[Settlement], now: float) -> set[tuple[str, str]]:
+    """Apply the done settlements of a batch in three statements, whatever its size; returns
+    the (job id, token) pairs applied. Those left out (a lost lease, a cancellation asked for)
+    are for settle_one, which tells them apart."""
+    done = [(s.job_id, s.token, s.result) for s in settlements if s.outcome == "done" and not s.execution]
+    if not done:
+        return set()
+    rows = db.execute(Q["settle_done_batch"], {"batch": json.dumps(done), "now": now}).fetchall()
+    if rows:
+        seqs = json.dumps([row[0] for row in rows])
+        db.execute(Q["close_executions_done"], {"seqs": seqs, "now": now})
+        db.execute(Q["release_dependents_of_many"], {"seqs": seqs, "now": now})
+    token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
+    return {(row[1], token_of[row[1]]) for row in rows}

@@ -192,3 +192,34 @@ WHERE leaders.expires <= :now OR leaders.holder = excluded.holder
 
 -- name: resign
 DELETE FROM leaders WHERE name = ? AND holder = ?
+
+-- name: settle_done_batch
+-- The common case of a batch, in one statement: done settlements whose job is still held by
+-- their token and whose cancellation was not asked for. The rest go one by one (settle_one).
+WITH s AS (
+    SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
+           json_extract(value, '$[2]') AS result
+    FROM json_each(:batch)
+)
+UPDATE jobs SET
+    state = 'done', result = s.result, error = NULL, finished_at = :now,
+    expires_at = :now + jobs.dedupe,
+    token = NULL, lease_expires = NULL, lease_seconds = NULL, holder = NULL
+FROM s
+WHERE jobs.id = s.id AND jobs.token = s.token AND jobs.state = 'running'
+  AND jobs.cancel_requested = 0
+RETURNING jobs.seq, jobs.id
+
+-- name: close_executions_done
+UPDATE executions SET ended_at = :now, outcome = 'done', error = NULL
+WHERE ended_at IS NULL AND job_seq IN (SELECT value FROM json_each(:seqs))
+
+-- name: release_dependents_of_many
+-- release_dependents for a batch of parents that just succeeded.
+UPDATE jobs SET state = 'pending', due = max(due, :now)
+WHERE state = 'blocked'
+  AND seq IN (SELECT child_seq FROM deps WHERE parent_seq IN (SELECT value FROM json_each(:seqs)))
+  AND NOT EXISTS (
+      SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
+      WHERE d.child_seq = jobs.seq AND p.state != 'done'
+  )

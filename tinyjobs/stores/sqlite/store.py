@@ -18,7 +18,7 @@ from tinyjobs.urls import mask
 from .claim import claim_jobs
 from .connection import Target, immediate, snapshot
 from .enqueue import enqueue_batch
-from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_one
+from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
 from .pool import Pool
 from .rows import Q, as_json, to_execution, to_job
 
@@ -176,7 +176,8 @@ class SQLiteStore:
             return []
         with self._write() as db:
             at = self._now(now)
-            return [settle_one(db, settlement, at) for settlement in settlements]
+            applied = settle_done_batch(db, settlements, at)
+            return [(s.job_id, s.token) in applied or settle_one(db, s, at) for s in settlements]
 
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
         """One transaction: expired leases end as "lease expired"."""
