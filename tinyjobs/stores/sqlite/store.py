@@ -22,7 +22,11 @@ from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_ba
 from .pool import Pool
 from .rows import Q, as_json, to_execution, to_job
 
-WAIT_POLL = 0.002  # PRAGMA data_version costs microseconds: poll it often, sleep in between
+# PRAGMA data_version costs microseconds, but waking a thread a thousand times a second does not:
+# poll every millisecond while jobs come and go, every 10 ms once the store was quiet a second.
+WAIT_POLL_BUSY = 0.001
+WAIT_POLL_QUIET = 0.010
+QUIET_AFTER = 1.0
 _BEGIN = {
     "": "BEGIN",
     "DEFERRED": "BEGIN DEFERRED",
@@ -46,6 +50,7 @@ class SQLiteStore:
         self.synchronous = target.synchronous
         self._pool = Pool(target)
         self._seen: dict[int, int] = {}  # wait connection -> data_version last seen
+        self._changed: dict[int, float] = {}  # wait connection -> when it last saw a change
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -307,8 +312,9 @@ class SQLiteStore:
             db.execute(Q["resign"], (name, holder))
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        """Poll PRAGMA data_version (it changes when another connection commits) every 2 ms
-        on a connection of its own. A change since this thread's last look counts too, so a
+        """Poll PRAGMA data_version (it changes when another connection commits) on a
+        connection of its own: every millisecond while the store is busy, every 10 ms once it
+        was quiet for a second. A change since this thread's last look counts too, so a
         job added between a claim and this call is not missed."""
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
@@ -319,11 +325,14 @@ class SQLiteStore:
                 return True  # locked for recovery or the like: a spurious wake-up is allowed
             last = self._seen.get(id(conn))
             self._seen[id(conn)] = version
+            clock = time.monotonic()
             if last is not None and version != last:
+                self._changed[id(conn)] = clock
                 return True
-            if time.monotonic() >= deadline:
+            if clock >= deadline:
                 return False
-            time.sleep(WAIT_POLL)
+            quiet = clock - self._changed.setdefault(id(conn), clock) >= QUIET_AFTER
+            time.sleep(WAIT_POLL_QUIET if quiet else WAIT_POLL_BUSY)
 
     def close(self) -> None:
         """Close the connections; the store is unusable afterwards (see Pool.close)."""
