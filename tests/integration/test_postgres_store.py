@@ -233,8 +233,14 @@ def test_wait_wakes_on_enqueue_from_another_connection(postgres_store, schema_ur
         other.close()
 
 
-def test_wait_polls_without_listen(postgres_store):
-    store = open_postgres(postgres_store.settings.url, listen=False)
+@pytest.mark.parametrize("how", ["keyword", "url"])
+def test_wait_polls_without_listen(postgres_store, how):
+    url = postgres_store.settings.url
+    if how == "url":  # PgBouncer in transaction mode: say it in the URL
+        store = open_postgres(url + ("&" if "?" in url else "?") + "listen=off")
+    else:
+        store = open_postgres(url, listen=False)
+    assert store.listen is False
     try:
         started = time.monotonic()
         store.wait(["default"], 2)
@@ -248,6 +254,8 @@ def test_bad_urls_and_unreachable_servers():
         open_postgres("postgresql://u:secret@127.0.0.1:notaport/db")
     with pytest.raises(ConfigError):
         open_postgres("postgresql://127.0.0.1/db?schema=bad-name")
+    with pytest.raises(ConfigError, match="listen"):
+        open_postgres("postgresql://127.0.0.1/db?listen=maybe")
     with pytest.raises(StoreUnavailable) as err:
         open_postgres("postgresql://u:secret@127.0.0.1:1/db?connect_timeout=1")
     assert "secret" not in str(err.value) and "***" in str(err.value)

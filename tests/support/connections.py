@@ -15,5 +15,6 @@ def caller_connection(store: Any) -> Any:
     if url.startswith(("postgres:", "postgresql:")):
         import psycopg
 
-        return psycopg.connect(url.split("?", 1)[0])
+        # store.url is masked for printing; the store's settings keep the real one.
+        return psycopg.connect(store.settings.url.split("?", 1)[0])
     raise AssertionError(f"no caller connection for {url}")

@@ -39,7 +39,7 @@ def open(  # noqa: A001  (the name every store module uses)
     *,
     migrate: bool = True,
     retry_for: float = 10.0,
-    listen: bool = True,
+    listen: bool | None = None,
     **options: Any,
 ) -> PostgresStore:
     """The store the URL names, its schema migrated. ConfigError for a bad URL or option,
@@ -51,4 +51,5 @@ def open(  # noqa: A001  (the name every store module uses)
         globals()["migrate"](url)
     else:
         Connections(settings).connect().close()
+    listen = settings.listen if listen is None else listen
     return PostgresStore(settings, retry_for=retry_for, listen=listen)

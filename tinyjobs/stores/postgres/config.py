@@ -13,7 +13,7 @@ from ...urls import mask, split
 
 DEFAULT_SCHEMA = "tinyjobs"
 # Options read by tinyjobs and removed before the URL reaches libpq.
-_OWN = {"schema"}
+_OWN = {"schema", "listen"}
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 
 
@@ -25,6 +25,7 @@ class Settings:
     conninfo: str
     schema: str
     masked: str
+    listen: bool = True  # ?listen=off polls instead (PgBouncer transaction pooling drops LISTEN)
 
     @property
     def channel(self) -> str:
@@ -54,4 +55,7 @@ def parse(url: str) -> Settings:
         conninfo_to_dict(conninfo)
     except Exception as err:  # psycopg.ProgrammingError: bad parameter or syntax
         raise ConfigError(f"store URL {mask(url)!r} is malformed: {mask(str(err))}") from None
-    return Settings(url=url, conninfo=conninfo, schema=schema, masked=mask(url))
+    listen = query.get("listen", "on").lower()
+    if listen not in ("on", "off"):
+        raise ConfigError(f"store URL {mask(url)!r}: listen must be on or off, got {listen!r}")
+    return Settings(url=url, conninfo=conninfo, schema=schema, masked=mask(url), listen=listen == "on")

@@ -37,6 +37,7 @@ class PostgresStore:
         self.q = queries(settings.schema)
         self._channel = settings.channel
         self._conns = Connections(settings, retry_for=retry_for)
+        self.listen = listen  # False: wake-ups by polling (PgBouncer transaction pooling)
         self._listener = Listener(self._conns, self._channel, enabled=listen)
 
     def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any:
