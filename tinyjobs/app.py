@@ -6,7 +6,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -207,26 +207,33 @@ class App:
             raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
         if options.get("id") is not None and len(items) > 1:
             raise ConfigError("id= names one job; give each job its own id with separate enqueues")
-        new_jobs = [self._new_job(name, args, options) for name, args in items]
+        job_id = options.get("id")
+        if job_id is not None and (not isinstance(job_id, str) or not job_id or len(job_id) > MAX_ID_LENGTH):
+            raise ConfigError(
+                f"id must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {job_id!r}"
+            )
+        templates: dict[str, NewJob] = {}  # options are checked once per task, not once per job
+        new_jobs = []
+        for name, args in items:
+            template = templates.get(name) or templates.setdefault(name, self._template(name, options))
+            payload = dump_args(args, self.max_payload)
+            new_jobs.append(replace(template, id=job_id or new_id(), payload=payload))
         return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
 
-    def _new_job(self, name: str, args: dict[str, Any], options: dict[str, Any]) -> NewJob:
+    def _template(self, name: str, options: dict[str, Any]) -> NewJob:
+        """A NewJob for task `name` with the enqueue options applied (id and payload to fill)."""
         task = self.tasks.get(name)
         if task is None and self.tasks:
             raise UnknownTask(
                 f"no task named {name!r} is registered in this app (known: {', '.join(sorted(self.tasks))})"
             )
         _check_name(name, "task name")
-        job_id = options.get("id") or new_id()
-        if not isinstance(job_id, str) or len(job_id) > MAX_ID_LENGTH:
-            raise ConfigError(f"id must be a string of at most {MAX_ID_LENGTH} characters, got {job_id!r}")
         queue = options.get("queue") or (task.queue if task else DEFAULT_QUEUE)
         _check_name(queue, "queue name")
         return NewJob(
-            id=job_id,
+            id="",
             task=name,
             queue=queue,
-            payload=dump_args(args, self.max_payload),
             priority=_check_priority(options.get("priority", task.priority if task else 0)),
             delay=parse_duration(options.get("delay") or 0, "delay"),
             at=_epoch(options.get("at")),

@@ -280,7 +280,19 @@ class Worker:
         )
 
     def _flush(self, batch: list[tuple[Running, Settlement]]) -> bool:
-        applied = self._store_call("settle", self.app.store.settle, [s for _, s in batch], self.app.now())
+        settlements = [s for _, s in batch]
+        free = self._room_after(len(batch))
+        claimed: list[Claimed] = []
+        if free > 0:
+            # The worker's cycle in one store call: settle what finished, take the next jobs
+            # (on SQLite one transaction, one fsync, for both).
+            store, now = self.app.store, self.app.now()
+            both = self._store_call(
+                "settle", store.settle_and_claim, settlements, self.policies, self.holder, free, now
+            )
+            applied, claimed = both if both is not None else (None, [])
+        else:
+            applied = self._store_call("settle", self.app.store.settle, settlements, self.app.now())
         if applied is None:
             return False  # kept in self._unsettled; retried after the backoff
         for (entry, settlement), ok in zip(batch, applied, strict=True):
@@ -288,9 +300,19 @@ class Worker:
             self.finished += 1
             self._log_settlement(entry, settlement, ok)
         batch.clear()
+        for item in claimed:
+            self._start(item)
         if self.max_jobs is not None and self.finished >= self.max_jobs:
             self.request_stop(MAX_JOBS)
         return True
+
+    def _room_after(self, settling: int) -> int:
+        """Slots free once `settling` jobs are settled; none while stopping or at --max-jobs."""
+        if self.reason is not None:
+            return 0
+        if self.max_jobs is not None and self.finished + settling >= self.max_jobs:
+            return 0
+        return self.slots - len(self.running) + settling
 
     def _log_settlement(self, entry: Running, settlement: Settlement, ok: bool) -> None:
         job = entry.claimed.job

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..errors import StoreError
 from ..holder import Holder
 from ..job import Job
 
@@ -166,6 +167,20 @@ class Store(Protocol):
         False when its lease was already lost (then it changes nothing)."""
         ...
 
+    def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> tuple[list[bool], list[Claimed]]:
+        """`settle(settlements)` then `claim(queues, holder, limit)`, the worker's cycle: one
+        transaction where the store can (one fsync for both on SQLite), else the two atomic
+        steps in turn (`settle_then_claim`). The claim counts limits after the settlements, so
+        a place freed by them can be taken at once."""
+        ...
+
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
         """Return jobs whose lease expired to waiting (or to failed when they used their
         attempts, or to cancelled when cancellation was requested); their executions end as
@@ -243,3 +258,19 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
         ...
+
+
+def settle_then_claim(
+    store: Store,
+    settlements: Sequence[Settlement],
+    queues: Mapping[str, QueuePolicy],
+    holder: Holder,
+    limit: int,
+    now: float | None = None,
+) -> tuple[list[bool], list[Claimed]]:
+    """`settle_and_claim` as two atomic steps, for stores that cannot share one transaction."""
+    applied = store.settle(settlements, now) if settlements else []
+    try:
+        return applied, store.claim(queues, holder, limit, now) if limit > 0 else []
+    except StoreError:
+        return applied, []  # the settlements stand; the worker claims again on its next turn

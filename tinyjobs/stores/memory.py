@@ -33,7 +33,7 @@ from tinyjobs.job import (
 )
 from tinyjobs.urls import mask
 
-from .base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from .base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
 from .memory_rows import (
     CANCELLED_WHILE_RUNNING,
     PENDING,
@@ -219,6 +219,17 @@ class MemoryStore:
                 return False
             row.steps[name] = value
             return True
+
+    def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> tuple[list[bool], list[Claimed]]:
+        """The two atomic steps in turn (each under the lock)."""
+        return settle_then_claim(self, settlements, queues, holder, limit, now)
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """Apply each settlement whose lease is still held; see docs/store-contract.md."""

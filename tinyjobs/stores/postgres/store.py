@@ -15,7 +15,7 @@ from psycopg import errors as pgerrors
 from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import Job
-from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
 from . import claims, settle
 from .config import Settings
 from .connection import Connections
@@ -136,6 +136,17 @@ class PostgresStore:
         """Keep a step's value while the lease of `token` is live; one statement."""
         params = {"token": token, "name": name, "value": value}
         return bool(self._one("save_step", params, write=True))
+
+    def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> tuple[list[bool], list[Claimed]]:
+        """The two transactions in turn: a settlement is retried after a lost COMMIT, a claim is not."""
+        return settle_then_claim(self, settlements, queues, holder, limit, now)
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """Apply settlements in one transaction (group commit), idempotent by lease token."""

@@ -17,7 +17,7 @@ import redis
 from ...errors import JobNotFound, NotSupported
 from ...holder import Holder
 from ...job import Job
-from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
 from . import codec
 from .connection import Connection
 from .scripts import Scripts
@@ -106,6 +106,17 @@ class RedisStore:
     def save_step(self, token: str, name: str, value: str, now: float | None = None) -> bool:
         """One atomic script, fenced by the token."""
         return self._run("save_step", [codec.now_arg(now), token, name, value]) == 1
+
+    def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> tuple[list[bool], list[Claimed]]:
+        """The two scripts in turn."""
+        return settle_then_claim(self, settlements, queues, holder, limit, now)
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """All settlements in one atomic script (group commit). Repeated after a lost reply: the

@@ -145,6 +145,22 @@ class SQLiteStore:
 
     # -- running --------------------------------------------------------------------------
 
+    def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> tuple[list[bool], list[Claimed]]:
+        """One transaction: the settlements, then the claim (one fsync for both)."""
+        with self._write() as db:
+            at = self._now(now)
+            applied = settle_done_batch(db, settlements, at)
+            flags = [(s.job_id, s.token) in applied or settle_one(db, s, at) for s in settlements]
+            claimed = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else []
+        return flags, claimed
+
     def claim(
         self,
         queues: Mapping[str, QueuePolicy],
