@@ -42,7 +42,7 @@ def configure(*, json: bool | None = None, level: int | None = None, stream: Any
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level or level_from_env()),
-        logger_factory=structlog.PrintLoggerFactory(stream),
+        logger_factory=structlog.WriteLoggerFactory(stream),
         cache_logger_on_first_use=False,
     )
 

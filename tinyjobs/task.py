@@ -32,9 +32,9 @@ class Task:
     priority: int
     timeout: float | None
 
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
+    def __post_init__(self) -> None:
+        # Asked once per job on the worker's hot path: decide it once.
+        self.is_async = inspect.iscoroutinefunction(self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
