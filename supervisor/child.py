@@ -112,7 +112,7 @@ def _become_worker(spec: ChildSpec) -> int:
     signals.reset_in_child()
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # a terminal's Ctrl-C goes to the supervisor only; killpg reaches jobs
-    log.configure()  # structlog again in this process (JSON, or journald's native protocol)
+    log.configure(buffered=True)  # structlog again in this process (JSON, or journald's native protocol)
     logger = log.get_logger(pid=os.getpid(), worker=spec.number)
     faulthandler.enable()  # SIGABRT from the supervisor (hung worker) dumps every thread
     config = spec.config

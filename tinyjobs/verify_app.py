@@ -55,7 +55,7 @@ def build_app(fault: Fault | None = None) -> App:
 
 def main(fault: Fault | None = None) -> None:
     """Run one worker until SIGTERM (drain, exit 0), SIGKILL, or verify's death."""
-    log.configure()
+    log.configure(buffered=True)
     app = build_app(fault)
     ready = Path(os.environ[ENV_DIR]) / f"ready-{os.getpid()}"
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import log
 from .execution import prepare, run_async, run_sync, timed_out
 from .holder import Holder
 from .log import get_logger, job_fields
@@ -139,6 +140,7 @@ class Worker:
             self._threads.close()
             self._async.close()
             self._log.info("worker.stopped", reason=self.reason, jobs=self.finished)
+            log.flush()
         return self.reason or STOPPED
 
     def _loop(self) -> None:
@@ -168,6 +170,7 @@ class Worker:
                 self.cron.poll()
             if self.on_tick is not None:
                 self.on_tick(self)
+            log.flush()  # this turn's events in one write, before the loop sleeps
             self._waker.wait(self._sleep_for(now))
 
     def _sleep_for(self, now: float) -> float:

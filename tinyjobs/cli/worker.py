@@ -31,7 +31,7 @@ def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
 
     A sync handler past its timeout cannot be stopped, so the worker lets its other jobs
     finish and then replaces itself with a fresh process (same pid, exec)."""
-    log.configure()
+    log.configure(buffered=True)
     app = load_app(app_spec, resolve_url(ctx))
     names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
     w = Worker(
