@@ -15,7 +15,7 @@ from psycopg import errors as pgerrors
 from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import Job
-from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import claims, settle
 from .config import Settings
 from .connection import Connections
@@ -145,8 +145,20 @@ class PostgresStore:
         limit: int,
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
-        """The two transactions in turn: a settlement is retried after a lost COMMIT, a claim is not."""
-        return settle_then_claim(self, settlements, queues, holder, limit, now)
+        """One transaction: the settlements, then the claim (one commit for both). Not retried
+        after a lost COMMIT, as a claim never is; the worker then settles again, which the
+        lease token makes harmless, and the claimed leases end by the reaper."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> tuple[list[bool], set[str], list[Claimed]]:
+            applied, due_again = (
+                settle.settle(cur, self.q, settlements, now, retrying) if settlements else ([], set())
+            )
+            claimed = claims.claim(cur, self.q, self.schema, queues, holder, limit, now) if limit > 0 else []
+            return applied, due_again, claimed
+
+        applied, due_again, claimed = self._run(op, idempotent=False)
+        self._notify(due_again)
+        return applied, claimed
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """Apply settlements in one transaction (group commit), idempotent by lease token."""
