@@ -220,16 +220,8 @@ class MemoryStore:
             row.steps[name] = value
             return True
 
-    def settle_and_claim(
-        self,
-        settlements: Sequence[Settlement],
-        queues: Mapping[str, QueuePolicy],
-        holder: Holder,
-        limit: int,
-        now: float | None = None,
-    ) -> tuple[list[bool], list[Claimed]]:
-        """The two atomic steps in turn (each under the lock)."""
-        return settle_then_claim(self, settlements, queues, holder, limit, now)
+    # The two atomic steps in turn (the protocol's settle_then_claim, used as a method).
+    settle_and_claim = settle_then_claim
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """Apply each settlement whose lease is still held; see docs/store-contract.md."""

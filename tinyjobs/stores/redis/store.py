@@ -107,16 +107,8 @@ class RedisStore:
         """One atomic script, fenced by the token."""
         return self._run("save_step", [codec.now_arg(now), token, name, value]) == 1
 
-    def settle_and_claim(
-        self,
-        settlements: Sequence[Settlement],
-        queues: Mapping[str, QueuePolicy],
-        holder: Holder,
-        limit: int,
-        now: float | None = None,
-    ) -> tuple[list[bool], list[Claimed]]:
-        """The two scripts in turn."""
-        return settle_then_claim(self, settlements, queues, holder, limit, now)
+    # The two atomic steps in turn (the protocol's settle_then_claim, used as a method).
+    settle_and_claim = settle_then_claim
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """All settlements in one atomic script (group commit). Repeated after a lost reply: the
