@@ -6,7 +6,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -216,8 +216,7 @@ class App:
         new_jobs = []
         for name, args in items:
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
-            payload = dump_args(args, self.max_payload)
-            new_jobs.append(replace(template, id=job_id or new_id(), payload=payload))
+            new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
         return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
 
     def _template(self, name: str, options: dict[str, Any]) -> NewJob:
@@ -313,6 +312,16 @@ class App:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
+    """The template with its id and payload (dataclasses.replace, without its introspection:
+    this runs once per job of an enqueue_many)."""
+    return NewJob(
+        id=job_id, task=t.task, queue=t.queue, payload=payload, priority=t.priority, delay=t.delay,
+        at=t.at, key=t.key, group=t.group, after=t.after, max_attempts=t.max_attempts,
+        dedupe=t.dedupe, keep=t.keep,
+    )  # fmt: skip
 
 
 def new_id() -> str:

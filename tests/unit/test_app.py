@@ -108,3 +108,17 @@ def test_watch_yields_each_change_and_sees_a_cancelled_waiting_job(app):
 def test_the_url_is_masked_in_repr():
     app = tinyjobs.App("postgresql://app:s3cret@db/app")
     assert "s3cret" not in repr(app) and "***" in repr(app)
+
+
+def test_filling_a_template_keeps_every_field_of_new_job():
+    from dataclasses import fields, replace
+
+    from tinyjobs.app import _fill
+    from tinyjobs.stores.base import NewJob
+
+    template = NewJob(
+        id="", task="t", queue="q", payload="{}", priority=3, delay=5.0, at=1.0, key="k", group="g",
+        after=("a",), max_attempts=7, dedupe=9.0, keep=11.0,
+    )  # fmt: skip
+    assert {f.name for f in fields(NewJob)} == {f.name for f in fields(template)}
+    assert _fill(template, "id1", '{"n":1}') == replace(template, id="id1", payload='{"n":1}')
