@@ -6,27 +6,22 @@ a store that is unreachable or refused. Every URL printed is masked."""
 from __future__ import annotations
 
 import json
-import os
 from importlib import import_module
 
 import click
 
+from tinyjobs.app import DEFAULT_URL
 from tinyjobs.check import Report, audit_url, health_findings, scrub, url_secrets
 from tinyjobs.errors import ConfigError, StoreError, StoreUnavailable, TinyjobsError
 from tinyjobs.urls import mask
 
-DEFAULT_URL = "sqlite:///tinyjobs.db"
+from .common import resolve_url as common_resolve_url
 
 
 def resolve_url(ctx: click.Context, url: str | None) -> str:
-    """The URL argument, else the global --url (ctx.obj["url"]), else $TINYJOBS_URL, else the
-    default SQLite file."""
-    if url:
-        return url
-    obj = ctx.obj
-    if isinstance(obj, dict) and obj.get("url"):
-        return obj["url"]
-    return os.environ.get("TINYJOBS_URL") or DEFAULT_URL
+    """The URL argument, else the global --url, else $TINYJOBS_URL (the CLI's one rule), else
+    the default SQLite file: what a bare App would open."""
+    return common_resolve_url(ctx, url) or DEFAULT_URL
 
 
 def supervisor_health(path: str) -> dict:
