@@ -197,7 +197,7 @@ class Worker:
     # -- claiming and running --------------------------------------------------------------
 
     def _claim(self) -> None:
-        free = self.slots - len(self.running)
+        free = self._room_after(0)
         if free <= 0 or self._store_backoff > 0 and time.monotonic() < self._retry_at:
             return
         claimed = self._store_call(
@@ -310,12 +310,14 @@ class Worker:
         return True
 
     def _room_after(self, settling: int) -> int:
-        """Slots free once `settling` jobs are settled; none while stopping or at --max-jobs."""
+        """Jobs to claim once `settling` of the running jobs are settled: the free slots, none
+        while stopping, and never more than --max-jobs leaves (every job in hand counts)."""
         if self.reason is not None:
             return 0
-        if self.max_jobs is not None and self.finished + settling >= self.max_jobs:
-            return 0
-        return self.slots - len(self.running) + settling
+        room = self.slots - len(self.running) + settling
+        if self.max_jobs is not None:
+            room = min(room, self.max_jobs - self.finished - len(self.running))
+        return max(room, 0)
 
     def _log_settlement(self, entry: Running, settlement: Settlement, ok: bool) -> None:
         job = entry.claimed.job

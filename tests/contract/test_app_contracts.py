@@ -292,3 +292,19 @@ def test_job08_a_running_async_job_that_is_cancelled_stops_and_never_runs_again(
         )
     assert cancelled.is_set() and final.attempts == 1
     assert app.drain() == 0
+
+
+def test_max_jobs_claims_no_more_than_it_will_run(store):
+    app = tinyjobs.App(store)
+
+    @app.task
+    def quick(run, n):
+        return n
+
+    jobs = quick.enqueue_many([{"n": i} for i in range(10)])
+    with worker_thread(app, slots=8, max_jobs=3) as worker:
+        wait_until(lambda: worker.reason == "max-jobs", timeout=10, what="the worker to reach --max-jobs")
+    states = [app.get(j.id) for j in jobs]
+    assert sum(j.state == "done" for j in states) == 3
+    # the others were never claimed: no attempt taken and handed back
+    assert all(j.executions == [] for j in states if j.state != "done")
