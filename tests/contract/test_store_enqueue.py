@@ -83,11 +83,14 @@ def test_job09_key_in_one_batch(store):
 
 def test_job09_failed_id_may_be_added_again(store):
     add(store, "x", payload='{"n":1}')
-    assert settle(store, claim_one(store), "fail", now=T0 + 1, error="bad")
+    first = claim_one(store)
+    assert store.save_step(first.token, "charged", '"yes"', now=T0)
+    assert settle(store, first, "fail", now=T0 + 1, error="bad")
     [again] = add(store, "x", payload='{"n":2}', now=T0 + 2)
     assert again.created is True
     assert (again.state, again.attempts, again.error, again.args) == ("waiting", 0, None, {"n": 2})
     assert store.get("x", now=T0 + 2, executions=True).executions == []
+    assert claim_one(store, now=T0 + 2).steps == {}  # the replaced job's steps are not the new one's
 
 
 def test_job09_cancelled_id_may_be_added_again(store):

@@ -84,6 +84,40 @@ def test_synchronous_commit_is_at_least_on_in_every_write(postgres_url, role, de
         store.close()
 
 
+def test_every_enqueue_path_writes_with_synchronous_commit_at_least_on(postgres_url, role):
+    """Seen from inside the INSERT by a trigger: the single-job path (pipelined) and the batch
+    path both raise a session's `off` to `on` in the enqueue's own transaction."""
+    name, url = role
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} SET synchronous_commit = off").format(sql.Identifier(name)))
+    schema = f"t_{secrets.token_hex(6)}"
+    store = open_postgres(postgres_schema_url(url, schema))
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE {seen} (id text, level text);"
+                    "CREATE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                    "INSERT INTO {seen} VALUES (NEW.id, current_setting('synchronous_commit'));"
+                    " RETURN NEW; END $$;"
+                    "CREATE TRIGGER seen AFTER INSERT ON {jobs} FOR EACH ROW EXECUTE FUNCTION {fn}()"
+                ).format(
+                    seen=sql.Identifier(schema, "seen"),
+                    fn=sql.Identifier(schema, "seen_fn"),
+                    jobs=sql.Identifier(schema, "jobs"),
+                )
+            )
+        store.enqueue([NewJob(id="one", task="t")])
+        store.enqueue([NewJob(id="b1", task="t"), NewJob(id="b2", task="t")])
+        with psycopg.connect(url, autocommit=True) as conn:
+            seen = conn.execute(sql.SQL("SELECT id, level FROM {} ORDER BY id").format(
+                sql.Identifier(schema, "seen"))).fetchall()  # fmt: skip
+        assert seen == [("b1", "on"), ("b2", "on"), ("one", "on")]
+    finally:
+        store.close()
+        drop_schema(postgres_url, schema)
+
+
 def test_job02_commit_and_rollback_on_the_callers_connection(postgres_store, postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("SELECT 1")  # the caller's transaction is open before the enqueue

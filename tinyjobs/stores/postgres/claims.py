@@ -5,7 +5,7 @@ queue), so claims of unlimited queues never wait on one another (LIM-01..03)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...holder import Holder
@@ -102,8 +102,23 @@ def claim(
     now: float | None,
 ) -> list[Claimed]:
     """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03)."""
+    return start(cur, q, schema, queues, holder, limit, now)()
+
+
+def start(
+    cur: Any,
+    q: dict[str, str],
+    schema: str,
+    queues: Mapping[str, QueuePolicy],
+    holder: Holder,
+    limit: int,
+    now: float | None,
+) -> Callable[[], list[Claimed]]:
+    """`claim`, sent: return the function that reads the claimed jobs. Without limits the
+    claim is one statement, only queued here, so that in pipeline mode it leaves with what
+    was queued before it; limited queues are counted first, which reads (LIM-01..03)."""
     if limit <= 0 or not queues:
-        return []
+        return list
     lim = sorted(name for name, policy in queues.items() if limited(policy))
     ids: list[str] = []
     if lim:
@@ -129,7 +144,7 @@ def claim(
             "pid": holder.pid,
         },
     )
-    return [
+    return lambda: [
         Claimed(
             job=to_job(row, row[NCOLS + 2]),
             token=row[NCOLS],

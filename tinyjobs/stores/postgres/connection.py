@@ -92,30 +92,78 @@ class Connections:
 
         `retrying` is True when an earlier try may have committed (its COMMIT went unanswered),
         so that the operation can recognise its own earlier effect."""
+
+        def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> T:
+            with conn.cursor() as cur:
+                if write and weak:
+                    cur.execute(raise_sync)
+                result = op(cur, retrying)
+                sent[0] = True
+                conn.commit()
+            return result
+
+        return self._retrying(attempt, idempotent)
+
+    def pipeline(
+        self,
+        send: Callable[[psycopg.Connection, bool], Callable[[], T]],
+        *,
+        idempotent: bool,
+        raise_sync: str,
+        after: tuple[str, dict[str, Any]] | None = None,
+    ) -> T:
+        """Run one write transaction in pipeline mode, so that it leaves in as few round trips
+        as its reads allow (one when it reads nothing before its end): BEGIN, `raise_sync` when
+        the session's synchronous_commit is weaker than `on`, the statements that
+        `send(conn, retrying)` queues, COMMIT; then `after` (a statement and its parameters),
+        which runs in an implicit transaction of its own that the pipeline's final Sync
+        commits. `send` returns a function that reads the results once they arrived.
+
+        The COMMIT leaves with the statements, so after a dropped connection the outcome is
+        unknown: the transaction is sent again only when `idempotent`, with `retrying` True."""
+
+        def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> T:
+            sent[0] = True
+            conn.autocommit = True  # BEGIN and COMMIT are ours to send, without a Sync each
+            try:
+                with conn.pipeline():
+                    conn.execute(b"BEGIN")
+                    if weak:
+                        conn.execute(raise_sync)
+                    read = send(conn, retrying)
+                    conn.execute(b"COMMIT")
+                    if after is not None:
+                        conn.execute(*after)
+                return read()
+            finally:
+                self._leave_autocommit(conn)
+
+        return self._retrying(attempt, idempotent)
+
+    def _retrying(
+        self, attempt: Callable[[psycopg.Connection, bool, bool, list[bool]], T], idempotent: bool
+    ) -> T:
+        """Call `attempt(conn, weak, retrying, sent)` until it returns, reconnecting with
+        backoff after a dropped connection. `attempt` sets sent[0] once a COMMIT may have
+        reached the server; from then on only an idempotent operation is tried again."""
         deadline = time.monotonic() + self.retry_for
         delay, retrying = 0.05, False
         while True:
-            committing = False
+            sent = [False]
             try:
                 conn, weak = self.get()
-                with conn.cursor() as cur:
-                    if write and weak:
-                        cur.execute(raise_sync)
-                    result = op(cur, retrying)
-                    committing = True
-                    conn.commit()
-                return result
+                return attempt(conn, weak, retrying, sent)
             except psycopg.OperationalError as err:
                 if not self._dropped(err):
                     self._rollback()
                     raise
                 self._forget_current()
-                if committing and not idempotent:
+                if sent[0] and not idempotent:
                     raise StoreUnavailable(
                         f"PostgreSQL at {self.settings.masked}: connection lost while "
                         f"committing; the outcome is unknown: {err}"
                     ) from None
-                retrying = retrying or committing
+                retrying = retrying or sent[0]
                 if time.monotonic() + delay > deadline:
                     raise StoreUnavailable(
                         f"PostgreSQL at {self.settings.masked} is unreachable: {err}"
@@ -130,6 +178,20 @@ class Connections:
             except BaseException:
                 self._rollback()
                 raise
+
+    def _leave_autocommit(self, conn: psycopg.Connection) -> None:
+        """Back to the connection's usual mode (psycopg opens each transaction) after a
+        pipeline; a transaction that its error left open is rolled back first (autocommit can
+        change only when idle). A connection that cannot be brought back is discarded: one
+        left in autocommit would commit each statement of a later transaction alone."""
+        if conn.closed or conn.broken:
+            return
+        try:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()
+            conn.autocommit = False
+        except psycopg.Error:
+            self.discard(conn)
 
     def _dropped(self, err: BaseException) -> bool:
         conn = getattr(self._local, "conn", None)

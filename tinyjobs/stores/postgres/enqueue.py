@@ -1,5 +1,6 @@
 """Adding jobs on PostgreSQL: one INSERT of the whole batch (unnest arrays), run inside one
-transaction, ours or the caller's (JOB-02)."""
+transaction, ours or the caller's (JOB-02); and the single job without parents, the most
+common enqueue, as one statement sent with its COMMIT and its wake-up in one round trip."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def _params(jobs: list[NewJob], initial: list, now: float | None, channel: str |
     }
 
 
-def _existing(cur: Any, q: dict[str, str], jobs: list[NewJob], now: float | None) -> dict:
+def existing(cur: Any, q: dict[str, str], jobs: list[NewJob], now: float | None) -> dict:
     """Jobs that hold the ids or keys of items that were not written: ("id"|"key", value) ->
     row. A final job that the id could replace does not hold its id."""
     keys = [j.key for j in jobs if j.key is not None]
@@ -127,7 +128,7 @@ def enqueue(
         cur.execute(q["enqueue_deps"], {"parents": [p for p, _ in blocked],
                                         "children": [c for _, c in blocked]})  # fmt: skip
     missing = [job for job in todo if job.id not in written]
-    found = _existing(cur, q, missing, now) if missing else {}
+    found = existing(cur, q, missing, now) if missing else {}
     out: list[Job | None] = [None] * len(jobs)
     for i, job in enumerate(jobs):
         if i in alias:
@@ -143,3 +144,27 @@ def enqueue(
                 raise StoreError(f"job {job.id!r} was neither added nor found; try again")
             out[i] = to_job(row, row[NCOLS], created=False)
     return [job for job in out if job is not None]
+
+
+def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> None:
+    """Queue the statement that adds `job`, one without parents; `read_one` reads its row."""
+    cur.execute(
+        q["enqueue_one"],
+        {"now": now, "id": job.id, "task": job.task, "queue": job.queue, "payload": job.payload,
+         "priority": job.priority, "delay": float(job.delay),
+         "at": None if job.at is None else float(job.at), "key": job.key, "group": job.group,
+         "max_attempts": job.max_attempts, "dedupe": float(job.dedupe), "keep": float(job.keep)},
+    )  # fmt: skip
+
+
+def read_one(rows: list, job: NewJob, holder_of: Any) -> Job:
+    """The snapshot `send_one` left: the added row, or else the job that holds its id or key,
+    read by `holder_of(job)` (a later statement: under READ COMMITTED the same as in the
+    enqueue's own transaction)."""
+    if rows:
+        return to_job(rows[0], rows[0][NCOLS + 1], created=True)
+    found = holder_of(job)
+    row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
+    if row is None:
+        raise StoreError(f"job {job.id!r} was neither added nor found; try again")
+    return to_job(row, row[NCOLS], created=False)

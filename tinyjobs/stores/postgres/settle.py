@@ -53,6 +53,12 @@ def settle(
 
     When `retrying`, an earlier try may have committed: a settlement whose token is the job's
     last settled token counts as applied (settlement is idempotent by lease token)."""
+    send(cur, q, settlements, now)
+    return finish(cur, q, settlements, now, retrying)
+
+
+def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None) -> None:
+    """The settle statement, queued (in pipeline mode it waits for a read); `finish` reads it."""
     cur.execute(
         q["settle"],
         {
@@ -66,6 +72,16 @@ def settle(
             "executions": [s.execution for s in settlements],
         },
     )
+
+
+def finish(
+    cur: Any,
+    q: dict[str, str],
+    settlements: Sequence[Settlement],
+    now: float | None,
+    retrying: bool,
+) -> tuple[list[bool], set[str]]:
+    """Read what `send` did and do what follows in the same transaction (see `settle`)."""
     rows = cur.fetchall()
     applied = [row[1] is not None for row in rows]
     ended = [(settlements[i].job_id, row[1], row[2], row[3])

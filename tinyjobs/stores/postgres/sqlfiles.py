@@ -19,6 +19,7 @@ COLUMNS = (
 )  # fmt: skip
 TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders")
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def read(filename: str) -> str:
@@ -45,11 +46,24 @@ def placeholders(schema: str) -> dict[str, sql.Composable]:
 
 
 def compose(text: str, schema: str) -> str:
-    """`text` with its placeholders filled for `schema`, as a string ready to execute."""
-    values = placeholders(schema)
-    values["end_leases"] = sql.SQL(blocks()["end_leases"]).format(**values)
+    """`text` with its placeholders filled for `schema`, as a string ready to execute. A
+    placeholder that names a block of queries.sql (a fragment such as `{upsert_job}`) is
+    replaced by that block, itself composed."""
+    values: dict[str, sql.Composable] = placeholders(schema)
+    fragments = blocks()
+    for name in _PLACEHOLDER.findall(text):
+        if name in fragments and name not in values:
+            values[name] = sql.SQL(compose(_strip_comments(fragments[name]), schema))
     wanted = {k: v for k, v in values.items() if "{" + k + "}" in text}
     return sql.SQL(text).format(**wanted).as_string(None)
+
+
+def _strip_comments(text: str) -> str:
+    """A fragment without its leading comment lines (they would end the line they land in)."""
+    lines = text.splitlines()
+    while lines and lines[0].lstrip().startswith("--"):
+        lines.pop(0)
+    return "\n".join(lines)
 
 
 @cache

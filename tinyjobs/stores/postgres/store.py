@@ -20,6 +20,7 @@ from . import claims, settle
 from .config import Settings
 from .connection import Connections
 from .enqueue import enqueue as enqueue_tx
+from .enqueue import existing, read_one, send_one
 from .listen import Listener
 from .rows import NCOLS, to_execution, to_job
 from .sqlfiles import queries
@@ -37,11 +38,12 @@ class PostgresStore:
         self.q = queries(settings.schema)
         self._channel = settings.channel
         self._conns = Connections(settings, retry_for=retry_for)
+        self._raise_sync = self.q["raise_sync_commit"]
         self.listen = listen  # False: wake-ups by polling (PgBouncer transaction pooling)
         self._listener = Listener(self._conns, self._channel, enabled=listen)
 
     def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any:
-        return self._conns.run(op, write=write, idempotent=idempotent, raise_sync=self.q["raise_sync_commit"])
+        return self._conns.run(op, write=write, idempotent=idempotent, raise_sync=self._raise_sync)
 
     def _one(self, name: str, params: dict, write: bool = False) -> Any:
         """One statement's rows, as its own transaction."""
@@ -62,6 +64,8 @@ class PostgresStore:
             return []
         if conn is not None:
             return self._enqueue_on(conn, jobs, now)
+        if len(jobs) == 1 and not jobs[0].after:
+            return [self._enqueue_one(jobs[0], now)]
 
         def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
             return enqueue_tx(cur, self.q, jobs, now, None)
@@ -76,6 +80,30 @@ class PostgresStore:
             added = self._run(op)
         self._notify({job.queue for job in added if job.created})
         return added
+
+    def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
+        """One job without parents: its transaction and the wake-up of its queue's waiters in
+        one round trip. The wake-up goes whether or not the job was added (its id or key may
+        be held): a spurious wake-up costs a waiter one look, waiting for the answer would cost
+        every enqueue a round trip."""
+
+        def send(conn: psycopg.Connection, retrying: bool) -> Any:
+            cur = conn.cursor()
+            send_one(cur, self.q, job, now)
+            return cur.fetchall
+
+        def holder_of(job: NewJob) -> dict:
+            return self._run(lambda cur, retrying: existing(cur, self.q, [job], now), write=False)
+
+        wake = (self.q["notify"], {"channel": self._channel, "queues": [job.queue]})
+        for attempt in range(6):
+            try:
+                rows = self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
+                return read_one(rows, job, holder_of)
+            except pgerrors.UniqueViolation:  # a key taken by a concurrent enqueue: look again
+                if attempt == 5:
+                    raise
+        raise AssertionError("unreachable")
 
     def _notify(self, queues: set[str]) -> None:
         """Wake the waiters of these queues, after the change committed (its own statement:
@@ -145,18 +173,26 @@ class PostgresStore:
         limit: int,
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
-        """One transaction: the settlements, then the claim (one commit for both). Not retried
-        after a lost COMMIT, as a claim never is; the worker then settles again, which the
-        lease token makes harmless, and the claimed leases end by the reaper."""
+        """One transaction: the settlements, then the claim (one commit for both), sent in
+        pipeline mode: BEGIN, the settle and the claim statements leave together, then the
+        COMMIT (two round trips where there were four). Not retried once sent, as a claim
+        never is; the worker then settles again, which the lease token makes harmless, and
+        leases it may have taken end by the reaper."""
 
-        def op(cur: psycopg.Cursor, retrying: bool) -> tuple[list[bool], set[str], list[Claimed]]:
+        def send(conn: psycopg.Connection, retrying: bool) -> Any:
+            settling, claiming = conn.cursor(), conn.cursor()
+            if settlements:
+                settle.send(settling, self.q, settlements, now)
+            read_claims = claims.start(claiming, self.q, self.schema, queues, holder, limit, now)
             applied, due_again = (
-                settle.settle(cur, self.q, settlements, now, retrying) if settlements else ([], set())
+                settle.finish(settling, self.q, settlements, now, retrying) if settlements else ([], set())
             )
-            claimed = claims.claim(cur, self.q, self.schema, queues, holder, limit, now) if limit > 0 else []
-            return applied, due_again, claimed
+            claimed = read_claims()
+            return lambda: (applied, due_again, claimed)
 
-        applied, due_again, claimed = self._run(op, idempotent=False)
+        applied, due_again, claimed = self._conns.pipeline(
+            send, idempotent=False, raise_sync=self._raise_sync
+        )
         self._notify(due_again)
         return applied, claimed
 
