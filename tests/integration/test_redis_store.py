@@ -150,6 +150,85 @@ def test_wait_returns_when_a_scheduled_job_comes_due(redis_store):
     assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 1)] == ["a"]
 
 
+LIMITED = {"default": QueuePolicy("default", lease=30.0, concurrency=1)}
+
+
+def wake_tokens(store, queue: str = "default") -> int:
+    return raw(store).llen(f"{store.base}:q:{queue}:wake")
+
+
+def limited_queues(store) -> dict[str, str]:
+    return raw(store).hgetall(f"{store.base}:limited")
+
+
+def test_a_settlement_wakes_waiters_only_on_a_queue_with_limits(redis_store):
+    """Room under a queue's limits is worth a wake-up; on an unlimited queue it is not (a worker
+    with free slots claims from it on its own cycle), so a settlement there pushes no token."""
+    redis_store.enqueue([NewJob(i, "work") for i in "abc"], now=T0)
+    raw(redis_store).delete(f"{redis_store.base}:q:default:wake")  # the enqueue's own wake-up
+    a = redis_store.claim(QUEUES, Holder("h/boot", 1, 1), 1, now=T0)[0]
+    assert limited_queues(redis_store) == {}
+    assert redis_store.settle([Settlement("a", a.token, "done")], now=T0) == [True]
+    assert wake_tokens(redis_store) == 0
+    assert redis_store.wait(["default"], 0.2) is False
+
+    b = redis_store.claim(LIMITED, Holder("h/boot", 1, 1), 5, now=T0)[0]
+    assert b.job.id == "b"  # concurrency 1: `c` waits for room
+    assert limited_queues(redis_store) == {"default": "1"}
+    waiter = open_redis(redis_store.url)
+    woke: list[tuple[bool, float]] = []
+
+    def wait() -> None:
+        started = time.monotonic()
+        woke.append((waiter.wait(["default"], 10.0), time.monotonic() - started))
+
+    thread = threading.Thread(target=wait)
+    try:
+        thread.start()
+        time.sleep(0.2)  # the waiter is blocked on the wake-up list by now
+        assert woke == []
+        assert redis_store.settle([Settlement("b", b.token, "done")], now=T0) == [True]
+        thread.join(5)
+        assert woke and woke[0][0] is True and woke[0][1] < 2, woke
+    finally:
+        thread.join(10)
+        waiter.close()
+    assert wake_tokens(redis_store) == 0  # the waiter took the one token
+
+    # A claim without limits unmarks the queue: its settlements wake nobody again.
+    c = redis_store.claim(QUEUES, Holder("h/boot", 1, 1), 5, now=T0)[0]
+    assert limited_queues(redis_store) == {}
+    assert redis_store.settle([Settlement("c", c.token, "done")], now=T0) == [True]
+    assert wake_tokens(redis_store) == 0
+
+
+def test_a_lease_that_ends_unsettled_wakes_only_a_queue_with_limits(redis_store):
+    holder = Holder("h/boot", 1, 1)
+    for policies, woken in ((QUEUES, 0), (LIMITED, 1)):
+        [job] = redis_store.enqueue([NewJob(f"j{woken}", "work", max_attempts=1)], now=T0)
+        raw(redis_store).delete(f"{redis_store.base}:q:default:wake")
+        redis_store.claim(policies, holder, 1, now=T0)
+        assert redis_store.reap(now=T0 + 31) == 1  # lease expired on its only attempt: failed
+        assert redis_store.get(job.id, now=T0 + 31).state == "failed"
+        assert wake_tokens(redis_store) == woken
+
+
+def test_purge_forgets_the_limited_marker_with_its_queue(redis_store):
+    limited = {
+        "default": QueuePolicy("default", rate=(10, 60.0)),
+        "empty": QueuePolicy("empty", group_concurrency=1),  # claimed from, never given a job
+    }
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    [a] = redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)
+    assert limited_queues(redis_store) == {"default": "1", "empty": "1"}
+    assert redis_store.purge(now=T0) == 0
+    assert limited_queues(redis_store) == {"default": "1"}  # `default` holds a running job
+    redis_store.settle([Settlement("a", a.token, "done")], now=T0)
+    assert redis_store.purge(now=T0 + 400 * 86400) == 1
+    assert limited_queues(redis_store) == {}
+    assert not raw(redis_store).exists(f"{redis_store.base}:limited")
+
+
 def test_a_store_keeps_working_on_both_sides_of_a_fork(redis_store):
     redis_store.enqueue([NewJob("a", "work"), NewJob("b", "work")])
     client_before = redis_store._conn.client()

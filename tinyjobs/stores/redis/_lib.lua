@@ -19,6 +19,8 @@
 --   P:q:<queue>:gs:<group> zset    recent starts of one group for `group_rate`; TTL = period
 --   P:q:<queue>:wake       list    wake-up tokens for wait() (at most 8)
 --   P:queues               set     names of queues that hold jobs
+--   P:limited              hash    queue -> '1' while the last claim on it passed limits; only
+--                                  these queues are woken when a lease ends (room under limits)
 --   P:counts               hash    '<queue>\t<state>' -> jobs, for blocked/done/failed/cancelled
 --   P:st:<state>           zset    ids by seq, for blocked/done/failed/cancelled
 --   P:expiry               zset    final job ids by expires_at, for purge
@@ -43,6 +45,7 @@
 local P = string.sub(KEYS[1], 1, -5)
 local INDEXED = {blocked = true, done = true, failed = true, cancelled = true}
 local wakes = {}
+local ended = {}  -- queue -> leases ended in this script: room under its limits, if any
 
 local function num(x)
   return string.format('%.17g', x)
@@ -119,7 +122,9 @@ local function wake(q)
 end
 
 -- Send the gathered writes; push at most 8 wake-up tokens per queue, whatever the number of
--- jobs that became due (purge deletes the list with its queue).
+-- jobs that became due or leases that ended on limited queues (purge deletes the list with its
+-- queue). A lease that ends on a queue without limits wakes nobody: a worker with free slots
+-- claims from such a queue on its own cycle, so a wake-up would only cost every waiter a turn.
 local function flush()
   for _, id in ipairs(batch_order) do
     local entry = batches[id]
@@ -140,6 +145,12 @@ local function flush()
     end
   end
   holders_touched = {}
+  for q, n in pairs(ended) do
+    if redis.call('HEXISTS', P .. ':limited', q) == 1 then
+      wakes[q] = (wakes[q] or 0) + n
+    end
+  end
+  ended = {}
   for q, n in pairs(wakes) do
     local w = qk(q, 'wake')
     local room = 8 - redis.call('LLEN', w)
@@ -255,7 +266,7 @@ local function clear_lease(id, j)
   later('SREM', P .. ':hold:' .. j.h, id)
   holders_touched[j.h] = true
   redis.call('HDEL', jk(id), 'tk', 'le', 'h')
-  wake(j.q)  -- room under the queue's limits
+  ended[j.q] = (ended[j.q] or 0) + 1  -- room under the queue's limits, if it has any (flush)
 end
 
 -- An execution is a start entry {a, h, p, s} pushed by claim, then an end entry {n, o[, r]}.

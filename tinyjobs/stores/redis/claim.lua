@@ -1,10 +1,12 @@
 -- claim.lua: take leases on up to `limit` due jobs of the named queues, in one atomic step,
 -- counting each queue's limits (concurrency, rate, group_concurrency, group_rate) in that step.
--- Order across queues: priority desc, due asc, seq asc (the member order of `ready`).
+-- Order across queues: priority desc, due asc, seq asc (the member order of `ready`). Records
+-- in P:limited which queues this claim passed limits for, so that a lease ending on them wakes
+-- waiters (written only when that changes).
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases, P:tok,
---   P:holders, P:hold:<holder>
+--   P:holders, P:hold:<holder>, P:limited
 -- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, then 8 values
 --   per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
 --   group rate starts, group rate period ('' = no limit)
@@ -41,13 +43,15 @@ local function record(key, period, tk)
   redis.call('EXPIRE', key, math.ceil(period) + 1)
 end
 
-local qs = {}
+local qs, names = {}, {}
 for i = 7, #ARGV, 8 do
   local s = {name = ARGV[i], lease = tonumber(ARGV[i + 1]), gc = opt(ARGV[i + 5]),
     grn = opt(ARGV[i + 6]), grp = opt(ARGV[i + 7]), off = 0, pos = 1, buf = {}, taken = {},
     groups = {}, avail = limit}
   promote(s.name)
   local conc, rn = opt(ARGV[i + 2]), opt(ARGV[i + 3])
+  s.limited = (conc or rn or s.gc or s.grn) and true or false
+  table.insert(names, s.name)
   if conc then
     s.avail = math.min(s.avail, conc - redis.call('SCARD', qk(s.name, 'run')))
   end
@@ -56,6 +60,16 @@ for i = 7, #ARGV, 8 do
     s.avail = math.min(s.avail, rn - window(s.rk, s.rp))
   end
   table.insert(qs, s)
+end
+
+-- Mark the queues with limits (lease ends wake them, see flush), unmark those without.
+local marked = redis.call('HMGET', P .. ':limited', unpack(names))
+for i, s in ipairs(qs) do
+  if s.limited and not marked[i] then
+    redis.call('HSET', P .. ':limited', s.name, '1')
+  elseif marked[i] and not s.limited then
+    redis.call('HDEL', P .. ':limited', s.name)
+  end
 end
 
 -- The group's counts for this call, or nil when the group is full.

@@ -1,10 +1,10 @@
 -- purge.lua: remove final jobs whose expires_at <= now, with their steps and executions, in
--- one atomic step (JOB-10); then forget queues that hold no job (with their wake-up lists),
--- and the seq counter when no job is left at all, so nothing stays behind.
+-- one atomic step (JOB-10); then forget queues that hold no job (with their wake-up lists and
+-- P:limited markers), and the seq counter when no job is left at all, so nothing stays behind.
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:expiry, P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:deps:<parent>, P:st:<state>, P:counts, P:queues, P:q:<q>:wake,
---   P:seq
+--   P:limited, P:seq
 -- ARGV: now ('' = server TIME), limit
 -- Returns how many jobs.
 local now = clock(ARGV[1])
@@ -30,6 +30,13 @@ for _, q in ipairs(redis.call('SMEMBERS', P .. ':queues')) do
     and redis.call('HEXISTS', ck, q .. '\tcancelled') == 0 then
     redis.call('SREM', P .. ':queues', q)
     redis.call('DEL', qk(q, 'wake'))
+  end
+end
+-- A marker of a queue that holds no job (forgotten above, or claimed from but never given a
+-- job) goes too; the next claim that passes limits for the queue marks it again.
+for _, q in ipairs(redis.call('HKEYS', P .. ':limited')) do
+  if redis.call('SISMEMBER', P .. ':queues', q) == 0 then
+    redis.call('HDEL', P .. ':limited', q)
   end
 end
 if redis.call('EXISTS', P .. ':queues') == 0 then

@@ -3,7 +3,7 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:leases, P:job:<id>,
 --   P:exec:<id>, P:deps:<id>, P:q:<q>:*, P:tok, P:holders, P:hold:<holder>, P:keys, P:st:<state>,
---   P:counts, P:expiry
+--   P:counts, P:expiry, P:limited (reads only)
 -- ARGV: now ('' = server TIME), limit
 -- Returns how many jobs.
 local now = clock(ARGV[1])

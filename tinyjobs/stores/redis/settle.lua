@@ -1,9 +1,10 @@
 -- settle.lua: apply many settlements in one atomic step (group commit). Each applies only while
--- its token is still on the job; the lease is then cleared and the execution closed.
+-- its token is still on the job; the lease is then cleared and the execution closed. A lease
+-- that ends wakes its queue's waiters only when the queue has limits (P:limited, see flush).
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:exec:<id>, P:deps:<id>, P:q:<q>:ready|sched|run|grun|wake, P:leases, P:tok, P:holders,
---   P:hold:<holder>, P:keys, P:st:<state>, P:counts, P:expiry
+--   P:hold:<holder>, P:keys, P:st:<state>, P:counts, P:expiry, P:limited (reads only)
 -- ARGV[1] = now ('' = server TIME)
 -- ARGV[2] = JSON array of settlements, each an array of 7 strings: id, token, outcome
 --   (done/retry/snooze/fail/handback), result JSON, error, delay seconds, execution outcome

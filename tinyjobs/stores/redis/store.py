@@ -195,8 +195,9 @@ class RedisStore:
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
         """A blocking pop on the queues' wake-up lists (pushed when a job becomes due or is
-        scheduled), on a connection of its own; never past the next scheduled due time, so a
-        delayed job starts on time. Idle, it costs one blocked connection and no CPU."""
+        scheduled, and when a lease ends on a queue with limits), on a connection of its own;
+        never past the next scheduled due time, so a delayed job starts on time. Idle, it costs
+        one blocked connection and no CPU."""
         if not queues or timeout <= 0:
             return False
         keys = [f"{self.base}:q:{q}:wake" for q in queues]
