@@ -1,6 +1,7 @@
 """`tinyjobs check` against throw-away PostgreSQL clusters (initdb + pg_ctl on a free loopback
 port), each deliberately misconfigured in one way (issue 7): fsync off, a standby, a server
-default of synchronous_commit=off, Neon's settings, settings a role may not read."""
+default of synchronous_commit=off, autovacuum off, Neon's settings, settings a role may not
+read."""
 
 from __future__ import annotations
 
@@ -45,6 +46,14 @@ def test_fsync_off_fails_and_store_warnings_downgrades_it(tmp_path):
         code, data = run(server.url, "--store-warnings")
     assert code == 0 and finding(data, "fsync")["status"] == "WARN"
     assert finding(data, "fsync")["downgraded"] is True
+
+
+def test_autovacuum_off_warns(tmp_path):
+    with postgres_server(tmp_path, {"fsync": "on", "autovacuum": "off"}) as server:
+        code, data = run(server.url)
+    assert code == 0 and finding(data, "autovacuum")["status"] == "WARN"
+    assert "autovacuum = off" in finding(data, "autovacuum")["seen"]
+    assert "autovacuum = on" in finding(data, "autovacuum")["remedy"]
 
 
 def test_fsync_off_on_neon_passes(tmp_path):

@@ -1,6 +1,7 @@
-"""`tinyjobs check` for PostgreSQL: fsync (Neon excepted), standby, and the server's default
-synchronous_commit. One autocommit connection, each probe its own statement, so a refused probe
-is NOT CHECKED with the reason and does not spoil the next. Nothing is written."""
+"""`tinyjobs check` for PostgreSQL: fsync (Neon excepted), standby, the server's default
+synchronous_commit, and autovacuum (a queue table without it slows down as jobs pass). One
+autocommit connection, each probe its own statement, so a refused probe is NOT CHECKED with the
+reason and does not spoil the next. Nothing is written."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def audit(url: str) -> list[Finding]:
     """Every finding for the PostgreSQL server that `url` names."""
     conn = _connect(url)
     try:
-        return [_fsync(conn), _standby(conn), _synchronous_commit(conn)]
+        return [_fsync(conn), _standby(conn), _synchronous_commit(conn), _autovacuum(conn)]
     finally:
         conn.close()
 
@@ -112,3 +113,22 @@ def _synchronous_commit(conn: psycopg.Connection) -> Finding:
             "synchronous_commit = on (server, or ALTER ROLE ... SET synchronous_commit = on)",
         )
     return passed("synchronous_commit", f"{seen}; {note}")
+
+
+def _autovacuum(conn: psycopg.Connection) -> Finding:
+    """Every job leaves dead row versions behind (claimed, settled, purged); without
+    autovacuum (or the statistics it runs on) they are never cleared, and each claim walks
+    past more of them: the queue slows down with every job it has run."""
+    row, why = _probe(conn, "SELECT current_setting('autovacuum'), current_setting('track_counts')")
+    if row is None:
+        return not_checked("autovacuum", why)
+    autovacuum, track_counts = row
+    if autovacuum == "on" and track_counts == "on":
+        return passed("autovacuum", "on")
+    seen = f"autovacuum = {autovacuum}, track_counts = {track_counts}"
+    return warned(
+        "autovacuum",
+        f"{seen}: the jobs table is never vacuumed, so claims slow down as jobs pass through it",
+        "autovacuum = on and track_counts = on in postgresql.conf, then reload "
+        "(or VACUUM the tinyjobs schema's tables from cron)",
+    )
