@@ -180,6 +180,7 @@ class PostgresStore:
         leases it may have taken end by the reaper."""
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
+            conn.execute(self.q["generic_plans"])
             settling, claiming = conn.cursor(), conn.cursor()
             if settlements:
                 settle.send(settling, self.q, settlements, now)
