@@ -17,6 +17,8 @@ from .stores.base import Claimed, Settlement, Store
 if TYPE_CHECKING:
     from .task import Task
 
+NULL = dump(None, "result")  # the JSON text of a handler's None result
+
 
 def prepare(
     tasks: dict[str, Task], claimed: Claimed, store: Store, now: Callable[[], float | None]
@@ -48,6 +50,8 @@ def answer(claimed: Claimed, value: Any) -> Settlement:
             return Settlement(job.id, token, "fail", error=value.reason)
         delay = backoff(job.attempts) if value.delay is None else value.delay
         return Settlement(job.id, token, "retry", error="retry requested by the handler", delay=delay)
+    if value is None:  # most handlers return nothing: skip checking and encoding per job
+        return Settlement(job.id, token, "done", result=NULL)
     try:
         return Settlement(job.id, token, "done", result=dump(value, "result"))
     except SerializationError as err:

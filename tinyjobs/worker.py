@@ -5,12 +5,11 @@ commit). SIGTERM/SIGINT drain it; a second one stops it now."""
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import log
@@ -18,7 +17,7 @@ from .execution import prepare, run_async, run_sync, timed_out
 from .holder import Holder
 from .log import get_logger, job_fields
 from .reaper import Reaper
-from .slots import AsyncSlots, ThreadSlots, Waker
+from .slots import AsyncSlots, Inbox, ThreadSlots, Waker
 from .stores.base import Claimed, Settlement
 
 if TYPE_CHECKING:
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from .cron import CronScheduler
 
 IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
+FULL_POLL = 0.005  # how often the store watcher looks whether a full worker has a free slot again
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
 STORE_RETRY = (0.1, 5.0)  # backoff bounds after a store error
 STOPPED, RECYCLE, MAX_JOBS, ORPHANED, HARD_STOP = (
@@ -39,18 +39,20 @@ STOPPED, RECYCLE, MAX_JOBS, ORPHANED, HARD_STOP = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Running:
-    """A job in a slot: its claim, when it started, and what the worker learned since."""
+    """A job in a slot: its claim, its logger, when it started, and what the worker learned
+    since. `logger` carries the job's fields (job_id, task, queue, attempt), bound once for
+    all of the job's events."""
 
     claimed: Claimed
+    logger: Any
     started: float
-    deadline: float | None
+    deadline: float | None = None
     future: Future[None] | None = None
     timed_out: bool = False
     lost: bool = False
     cancel: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Worker:
@@ -82,10 +84,11 @@ class Worker:
         self.reason: str | None = None
         self._hard = False
         self._drain_deadline = 0.0
-        self._results: queue.SimpleQueue[tuple[Running, Settlement | None]] = queue.SimpleQueue()
         self._unsettled: list[tuple[Running, Settlement]] = []
         self._unsettled_since = 0.0
         self._waker = Waker()
+        # Finished attempts (entry, settlement or None when the lease was lost), from the slots.
+        self._results = Inbox(self._waker)
         self._threads: ThreadSlots | None = None
         self._async = AsyncSlots()
         self._next_renew = float("inf")
@@ -185,9 +188,15 @@ class Worker:
         return max(self._store_backoff, wake_at - now, 0.0)
 
     def _watch_store(self) -> None:
-        """Wake the loop when the store says jobs may have changed (another process enqueued)."""
+        """Wake the loop when the store says jobs may have changed (another process enqueued),
+        while a slot is free. A full worker has no use for the news: it claims anyway as its
+        jobs finish (settle_and_claim), and watching costs (SQLite's wait polls every
+        millisecond while the store is busy), so the watch pauses then."""
         store = self.app.store
         while self.reason is None:
+            if len(self.running) >= self.slots:
+                time.sleep(FULL_POLL)
+                continue
             try:
                 if store.wait(self.queues, 0.5) and len(self.running) < self.slots:
                     self._waker.wake()
@@ -209,14 +218,13 @@ class Worker:
             self._waker.wake()  # there may be more; come back once slots free up
 
     def _start(self, claimed: Claimed) -> None:
-        job = claimed.job
-        self._log.info("job.started", **job_fields(job))
+        entry = Running(claimed, self._log.bind(**job_fields(claimed.job)), time.monotonic())
+        entry.logger.info("job.started")
         prepared = prepare(self.app.tasks, claimed, self.app.store, self.app.now)
-        entry = Running(claimed, time.monotonic(), None)
         self.running[claimed.token] = entry
-        self._next_renew = min(self._next_renew, time.monotonic() + claimed.lease / 2)
+        self._next_renew = min(self._next_renew, entry.started + claimed.lease / 2)
         if isinstance(prepared, Settlement):
-            self._results.put((entry, prepared))
+            self._results.put((entry, prepared))  # the loop's next wait returns at once to settle it
             return
         timeout = self.app.timeout_for(prepared[0])
         if prepared[0].is_async:
@@ -227,7 +235,6 @@ class Worker:
 
         def call() -> None:
             self._results.put((entry, run_sync(prepared, claimed)))
-            self._waker.wake()
 
         assert self._threads is not None
         self._threads.submit(call)
@@ -241,7 +248,6 @@ class Worker:
             job = entry.claimed.job
             settlement = Settlement(job.id, entry.claimed.token, "retry", error="cancelled while running")
         self._results.put((entry, settlement))
-        self._waker.wake()
 
     def _check_timeouts(self, now: float) -> None:
         """A sync handler past its timeout cannot be stopped: keep its lease, stop claiming,
@@ -249,22 +255,18 @@ class Worker:
         for entry in self.running.values():
             if entry.deadline is not None and now >= entry.deadline and not entry.timed_out:
                 entry.timed_out = True
-                self._log.warning("job.timeout", **job_fields(entry.claimed.job))
+                entry.logger.warning("job.timeout")
                 self.request_stop(RECYCLE)
 
     # -- settling ----------------------------------------------------------------------------
 
     def _settle_ready(self) -> None:
-        while True:
-            try:
-                entry, settlement = self._results.get_nowait()
-            except queue.Empty:
-                break
+        for entry, settlement in self._results.take_all():
             if entry.timed_out:
                 continue  # settled as a timeout when the process leaves
             if settlement is None or entry.lost:
                 self.running.pop(entry.claimed.token, None)
-                self._log.warning("job.lease_lost", **job_fields(entry.claimed.job))
+                entry.logger.warning("job.lease_lost")
                 continue
             if not self._unsettled:
                 self._unsettled_since = time.monotonic()
@@ -320,27 +322,23 @@ class Worker:
         return max(room, 0)
 
     def _log_settlement(self, entry: Running, settlement: Settlement, ok: bool) -> None:
-        job = entry.claimed.job
-        fields = job_fields(job)
+        job, logger = entry.claimed.job, entry.logger
         if not ok:
-            self._log.warning("job.lease_lost", **fields)
+            logger.warning("job.lease_lost")
         elif settlement.outcome == "done":
-            self._log.info("job.done", **fields, seconds=round(time.monotonic() - entry.started, 6))
+            logger.info("job.done", seconds=round(time.monotonic() - entry.started, 6))
         elif settlement.outcome == "retry" and job.attempts >= job.max_attempts:
-            self._log.error("job.failed", **fields, error=_first_line(settlement.error))
+            logger.error("job.failed", error=_first_line(settlement.error))
         elif settlement.outcome == "retry":
-            self._log.warning(
-                "job.retrying",
-                **fields,
-                delay=round(settlement.delay, 3),
-                error=_first_line(settlement.error),
+            logger.warning(
+                "job.retrying", delay=round(settlement.delay, 3), error=_first_line(settlement.error)
             )
         elif settlement.outcome == "fail":
-            self._log.error("job.failed", **fields, error=_first_line(settlement.error))
+            logger.error("job.failed", error=_first_line(settlement.error))
         elif settlement.outcome == "snooze":
-            self._log.info("job.snoozed", **fields, delay=settlement.delay)
+            logger.info("job.snoozed", delay=settlement.delay)
         else:
-            self._log.info("job.handed_back", **fields)
+            logger.info("job.handed_back")
 
     def _finish_drain(self, now: float) -> bool:
         """True when the drain is over: nothing but timed-out jobs runs, or the deadline
@@ -376,7 +374,7 @@ class Worker:
                 entry.lost = True
             elif not entry.cancel:
                 entry.cancel = True
-                self._log.info("job.cancel_requested", **job_fields(entry.claimed.job))
+                entry.logger.info("job.cancel_requested")
             if entry.future is not None:
                 entry.future.cancel()
         lease = min(e.claimed.lease for e in self.running.values())
