@@ -1,13 +1,14 @@
 """Throughput and latency of tinyjobs on one store, with real worker processes.
 
     python benchmarks/run.py --url sqlite:////tmp/bench.db
-    python benchmarks/run.py --url postgresql://postgres@127.0.0.1/test --jobs 10000
+    python benchmarks/run.py --url "postgresql://postgres@127.0.0.1/test?schema=bench_$(date +%s)"
     python benchmarks/run.py --url redis://127.0.0.1:6379/9
 
 Measures: single enqueue rate, enqueue_many rate, the drain rate of --jobs no-op jobs with
 --workers worker processes, and start latency (enqueue -> handler start) p50/p95 at a steady
 --rate jobs a second. The store must hold no other jobs: the benchmark empties it first by
-purging (SQLite: a fresh file is simplest)."""
+purging (SQLite: a fresh file is simplest; PostgreSQL: a fresh schema, as a reused one carries
+the dead rows of earlier runs until autovacuum clears them, and never where it is off)."""
 
 from __future__ import annotations
 

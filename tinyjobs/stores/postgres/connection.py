@@ -1,9 +1,12 @@
-"""Connections of the PostgreSQL store: one per thread, opened lazily, never across a fork.
+"""Connections of the PostgreSQL store: one per thread, opened lazily, never across a fork, in
+autocommit mode: each transaction sends its own BEGIN and COMMIT, so that a pipeline can carry
+them with its statements.
 
-Each store operation runs as one transaction through `Connections.run`, which reconnects with
-backoff after a dropped connection and runs the operation again when that is safe: always when
-the failure came before COMMIT was sent (nothing was written), and after an unanswered COMMIT
-only for idempotent operations (settlement by lease token, enqueue by id, renewals)."""
+Each store operation runs as one transaction through `Connections.run` (or `pipeline`), which
+reconnects with backoff after a dropped connection and runs the operation again when that is
+safe: always when the failure came before COMMIT was sent (nothing was written), and after an
+unanswered COMMIT only for idempotent operations (settlement by lease token, enqueue by id,
+renewals)."""
 
 from __future__ import annotations
 
@@ -60,11 +63,12 @@ class Connections:
         if conn is None:
             if self.closed:
                 raise StoreError("the PostgreSQL store is closed")
-            conn = self.connect()
+            # Autocommit: every transaction sends its own BEGIN (run, pipeline), so that a
+            # pipeline can carry BEGIN and COMMIT with its statements, without a Sync each.
+            conn = self.connect(autocommit=True)
             with conn.cursor() as cur:
                 cur.execute("SHOW synchronous_commit")
                 row = cur.fetchone()
-            conn.rollback()
             local.conn, local.pid = conn, os.getpid()
             local.weak = row is not None and row[0] in _WEAK
             with self._lock:
@@ -95,6 +99,7 @@ class Connections:
 
         def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> T:
             with conn.cursor() as cur:
+                cur.execute(b"BEGIN")
                 if write and weak:
                     cur.execute(raise_sync)
                 result = op(cur, retrying)
@@ -124,7 +129,6 @@ class Connections:
 
         def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> T:
             sent[0] = True
-            conn.autocommit = True  # BEGIN and COMMIT are ours to send, without a Sync each
             try:
                 with conn.pipeline():
                     conn.execute(b"BEGIN")
@@ -136,7 +140,7 @@ class Connections:
                         conn.execute(*after)
                 return read()
             finally:
-                self._leave_autocommit(conn)
+                self._end_failed(conn)
 
         return self._retrying(attempt, idempotent)
 
@@ -179,17 +183,15 @@ class Connections:
                 self._rollback()
                 raise
 
-    def _leave_autocommit(self, conn: psycopg.Connection) -> None:
-        """Back to the connection's usual mode (psycopg opens each transaction) after a
-        pipeline; a transaction that its error left open is rolled back first (autocommit can
-        change only when idle). A connection that cannot be brought back is discarded: one
-        left in autocommit would commit each statement of a later transaction alone."""
+    def _end_failed(self, conn: psycopg.Connection) -> None:
+        """Roll back a transaction that an error in a pipeline left open (the server skips the
+        rest of a pipeline after an error, COMMIT included). A connection that cannot be
+        brought back to idle is discarded."""
         if conn.closed or conn.broken:
             return
         try:
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 conn.rollback()
-            conn.autocommit = False
         except psycopg.Error:
             self.discard(conn)
 
