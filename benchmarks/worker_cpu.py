@@ -67,6 +67,7 @@ def one_run(
 ) -> tuple[float, float]:
     """CPU microseconds per job and jobs per second of one worker draining `jobs` jobs."""
     import tinyjobs
+    from benchmarks.run import start_workers
 
     if url.startswith("sqlite:///"):
         for suffix in ("", "-wal", "-shm"):
@@ -75,18 +76,7 @@ def one_run(
     app.store.purge(now=time.time() + FAR, limit=10**9)
     for base in range(0, jobs, 1000):
         app.enqueue_many([("noop", {"n": i}) for i in range(base, min(jobs, base + 1000))])
-    env = {**os.environ, "TINYJOBS_URL": url, "TINYJOBS_LOG_LEVEL": log_level, "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable,
-        "-m",
-        "tinyjobs",
-        "worker",
-        "--app",
-        "benchmarks.app:app",
-        "--slots",
-        str(slots),
-    ]
-    worker = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, cwd=ROOT)
+    [worker] = start_workers(url, 1, slots, log_level)
     if pin is not None:
         os.sched_setaffinity(worker.pid, {pin})
     try:

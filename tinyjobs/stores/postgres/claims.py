@@ -92,19 +92,6 @@ def candidates(cur: Any, q: dict[str, str], policy: QueuePolicy, now: float, lim
     return [row[0] for row in cur.fetchall()]
 
 
-def claim(
-    cur: Any,
-    q: dict[str, str],
-    schema: str,
-    queues: Mapping[str, QueuePolicy],
-    holder: Holder,
-    limit: int,
-    now: float | None,
-) -> list[Claimed]:
-    """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03)."""
-    return start(cur, q, schema, queues, holder, limit, now)()
-
-
 def start(
     cur: Any,
     q: dict[str, str],
@@ -114,9 +101,10 @@ def start(
     limit: int,
     now: float | None,
 ) -> Callable[[], list[Claimed]]:
-    """`claim`, sent: return the function that reads the claimed jobs. Without limits the
-    claim is one statement, only queued here, so that in pipeline mode it leaves with what
-    was queued before it; limited queues are counted first, which reads (LIM-01..03)."""
+    """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03):
+    return the function that reads the claimed jobs. Without limits the claim is one
+    statement, only queued here, so that in pipeline mode it leaves with what was queued
+    before it; limited queues are counted first, which reads."""
     if limit <= 0 or not queues:
         return list
     lim = sorted(name for name, policy in queues.items() if limited(policy))

@@ -41,22 +41,6 @@ def cascade(cur: Any, q: dict[str, str], now: float | None, ids: list, reasons: 
     cur.execute(q["cascade_cancel"], {"now": now, "ids": ids, "reasons": reasons})
 
 
-def settle(
-    cur: Any,
-    q: dict[str, str],
-    settlements: Sequence[Settlement],
-    now: float | None,
-    retrying: bool,
-) -> tuple[list[bool], set[str]]:
-    """Apply the settlements in the current transaction; True for each applied (JOB-05),
-    and the queues to notify after commit.
-
-    When `retrying`, an earlier try may have committed: a settlement whose token is the job's
-    last settled token counts as applied (settlement is idempotent by lease token)."""
-    send(cur, q, settlements, now)
-    return finish(cur, q, settlements, now, retrying)
-
-
 def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None) -> None:
     """The settle statement, queued (in pipeline mode it waits for a read); `finish` reads it."""
     cur.execute(
@@ -81,7 +65,11 @@ def finish(
     now: float | None,
     retrying: bool,
 ) -> tuple[list[bool], set[str]]:
-    """Read what `send` did and do what follows in the same transaction (see `settle`)."""
+    """Read what `send` did and do what follows in the same transaction: True for each
+    settlement applied (JOB-05), and the queues to notify after commit.
+
+    When `retrying`, an earlier try may have committed: a settlement whose token is the job's
+    last settled token counts as applied (settlement is idempotent by lease token)."""
     rows = cur.fetchall()
     applied = [row[1] is not None for row in rows]
     ended = [(settlements[i].job_id, row[1], row[2], row[3])

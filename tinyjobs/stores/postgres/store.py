@@ -148,7 +148,7 @@ class PostgresStore:
         """Take up to `limit` leases in one transaction (see claims.py)."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> list[Claimed]:
-            return claims.claim(cur, self.q, self.schema, queues, holder, limit, now)
+            return claims.start(cur, self.q, self.schema, queues, holder, limit, now)()
 
         return self._run(op, idempotent=False)
 
@@ -201,7 +201,8 @@ class PostgresStore:
         """Apply settlements in one transaction (group commit), idempotent by lease token."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple[list[bool], set[str]]:
-            return settle.settle(cur, self.q, settlements, now, retrying)
+            settle.send(cur, self.q, settlements, now)
+            return settle.finish(cur, self.q, settlements, now, retrying)
 
         if not settlements:
             return []
