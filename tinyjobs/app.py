@@ -63,6 +63,7 @@ class App:
         self.clock = clock or SystemClock()
         self.max_payload = int(max_payload)
         self.tasks: dict[str, Task] = {}
+        self._plain: dict[str, NewJob] = {}  # task name -> its template without options
         self.queues: dict[str, QueueConfig] = {}
         self.crons: dict[str, Any] = {}  # schedule name -> tinyjobs.cron.Schedule
 
@@ -155,6 +156,7 @@ class App:
                 timeout=None if timeout is None else parse_duration(timeout, f"task {task_name!r} timeout"),
             )
             self.tasks[task_name] = task
+            self._plain.clear()  # a task (re)registered: templates built before may be stale
             return task
 
         return register(fn) if fn is not None else register
@@ -212,7 +214,8 @@ class App:
             raise ConfigError(
                 f"id must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {job_id!r}"
             )
-        templates: dict[str, NewJob] = {}  # options are checked once per task, not once per job
+        # Options are checked once per task, not once per job; without options, once per app.
+        templates = self._plain if not options else {}
         new_jobs = []
         for name, args in items:
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))

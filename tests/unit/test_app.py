@@ -122,3 +122,19 @@ def test_filling_a_template_keeps_every_field_of_new_job():
     )  # fmt: skip
     assert {f.name for f in fields(NewJob)} == {f.name for f in fields(template)}
     assert _fill(template, "id1", '{"n":1}') == replace(template, id="id1", payload='{"n":1}')
+
+
+def test_a_task_registered_after_an_enqueue_gets_its_own_settings(app):
+    # An app without tasks enqueues any name with the defaults; templates without options are
+    # kept per app, so registering the task afterwards must replace the one kept for its name.
+    before = app.enqueue("send")
+    assert (before.queue, before.max_attempts) == ("default", 20)
+
+    @app.task(queue="mail", attempts=7)
+    def send(run):
+        return None
+
+    after = app.enqueue("send")
+    assert (after.queue, after.max_attempts) == ("mail", 7)
+    with pytest.raises(UnknownTask):
+        app.enqueue("nobody")

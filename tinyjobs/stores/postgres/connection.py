@@ -130,14 +130,14 @@ class Connections:
         def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> T:
             sent[0] = True
             try:
-                with conn.pipeline():
-                    conn.execute(b"BEGIN")
+                with conn.pipeline(), conn.cursor() as ours:
+                    ours.execute(b"BEGIN")
                     if weak:
-                        conn.execute(raise_sync)
+                        ours.execute(raise_sync)
                     read = send(conn, retrying)
-                    conn.execute(b"COMMIT")
+                    ours.execute(b"COMMIT")
                     if after is not None:
-                        conn.execute(*after)
+                        ours.execute(*after)
                 return read()
             finally:
                 self._end_failed(conn)
