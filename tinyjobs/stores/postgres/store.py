@@ -6,8 +6,8 @@ PgBouncer's transaction pooling keeps it). `now=None` is the server's clock (CLK
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -24,6 +24,8 @@ from .enqueue import existing, read_one, send_one
 from .listen import Listener
 from .rows import NCOLS, to_execution, to_job
 from .sqlfiles import queries
+
+T = TypeVar("T")
 
 
 class PostgresStore:
@@ -70,14 +72,7 @@ class PostgresStore:
         def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
             return enqueue_tx(cur, self.q, jobs, now, None)
 
-        for _ in range(5):  # a key taken by a concurrent enqueue: look again
-            try:
-                added = self._run(op)
-                break
-            except pgerrors.UniqueViolation:
-                continue
-        else:
-            added = self._run(op)
+        added = _past_key_races(lambda: self._run(op))
         self._notify({job.queue for job in added if job.created})
         return added
 
@@ -96,14 +91,10 @@ class PostgresStore:
             return self._run(lambda cur, retrying: existing(cur, self.q, [job], now), write=False)
 
         wake = (self.q["notify"], {"channel": self._channel, "queues": [job.queue]})
-        for attempt in range(6):
-            try:
-                rows = self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
-                return read_one(rows, job, holder_of)
-            except pgerrors.UniqueViolation:  # a key taken by a concurrent enqueue: look again
-                if attempt == 5:
-                    raise
-        raise AssertionError("unreachable")
+        rows = _past_key_races(
+            lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
+        )
+        return read_one(rows, job, holder_of)
 
     def _notify(self, queues: set[str]) -> None:
         """Wake the waiters of these queues, after the change committed (its own statement:
@@ -334,3 +325,15 @@ class PostgresStore:
     def close(self) -> None:
         self._listener.close()
         self._conns.close()
+
+
+def _past_key_races(write: Callable[[], T]) -> T:
+    """`write()`, tried again when a concurrent enqueue took the same key between our check
+    and our insert (the unique index refuses it): the next try finds that job and returns it.
+    After six tries the error stands."""
+    for _ in range(5):
+        try:
+            return write()
+        except pgerrors.UniqueViolation:
+            continue
+    return write()
