@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import JobNotFound, StoreError
@@ -157,7 +157,7 @@ def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> Non
     )  # fmt: skip
 
 
-def read_one(rows: list, job: NewJob, holder_of: Any) -> Job:
+def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Job:
     """The snapshot `send_one` left: the added row, or else the job that holds its id or key,
     read by `holder_of(job)` (a later statement: under READ COMMITTED the same as in the
     enqueue's own transaction)."""
