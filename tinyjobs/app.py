@@ -286,7 +286,7 @@ class App:
     def drain(self, queues: Iterable[str] | None = None) -> int:
         """Run every due job now, in this thread, until none is due; return how many ran.
         For tests of your own tasks (memory:// and a FakeClock make it instant)."""
-        from .inline import drain
+        from .drain import drain
 
         return drain(self, queues)
 

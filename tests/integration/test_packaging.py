@@ -101,6 +101,6 @@ def test_leaves_import_only_leaves_and_the_library_never_imports_the_supervisor(
     for path in ROOT.glob("tinyjobs/**/*.py"):
         for name in imports_of(path):
             assert "supervisor" not in name or path.parent.name == "cli", f"{path} imports {name}"
-    for name in ("worker", "reaper", "app", "execution", "inline"):
+    for name in ("worker", "reaper", "app", "execution", "drain"):
         for imported in imports_of(ROOT / f"tinyjobs/{name}.py"):
             assert not any(s in imported for s in ("stores.sqlite", "stores.postgres", "stores.redis"))

@@ -4,7 +4,7 @@ make them: a job deleted from the store behind verify's back, a ledger row delet
 replaced, a worker killed, triggers that make one enqueue or a few settlements fail, SIGINT to
 verify, SIGKILL to verify. Faults inside a handler (a job failing, cancelled, never finishing)
 and a worker that exits 3 on SIGTERM come from a worker module the test writes, which verify
-starts in place of its own (tinyjobs.verify_fleet.WORKER_MODULE)."""
+starts in place of its own (tinyjobs.verify.fleet.WORKER_MODULE)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from click.testing import CliRunner
 import tinyjobs
 from tinyjobs.cli import main
 from tinyjobs.stores import open_store
-from tinyjobs.verify_fleet import FleetRecord
-from tinyjobs.verify_report import Sent, Tally, Verdict, failures
-from tinyjobs.verify_settings import Refused, settings
+from tinyjobs.verify.fleet import FleetRecord
+from tinyjobs.verify.report import Sent, Tally, Verdict, failures
+from tinyjobs.verify.settings import Refused, settings
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +35,13 @@ pytestmark = pytest.mark.slow
 SHORT = ["--duration", "2.5", "--rate", "40", "--workers", "2", "--slots", "4",
          "--kill-every", "1", "--lease", "2"]  # fmt: skip
 LAUNCHER = (
-    "import sys, tinyjobs.verify_fleet as fleet; fleet.WORKER_MODULE = sys.argv.pop(1); "
+    "import sys, tinyjobs.verify.fleet as fleet; fleet.WORKER_MODULE = sys.argv.pop(1); "
     "from tinyjobs.cli import main; main(sys.argv[1:], prog_name='tinyjobs')"
 )
 FAULT_WORKER = """
 import os
 import tinyjobs
-from tinyjobs import verify_app
+from tinyjobs.verify import worker as verify_app
 from tinyjobs.worker import Worker
 
 MODE = os.environ["VERIFY_TEST_FAULT"]

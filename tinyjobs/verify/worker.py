@@ -1,4 +1,4 @@
-"""The worker process that `tinyjobs verify` starts: `python -m tinyjobs.verify_app`.
+"""The worker process that `tinyjobs verify` starts: `python -m tinyjobs.verify.worker`.
 
 It is a real tinyjobs Worker (the same claim, lease, renewal, drain and reaper as any worker)
 running one task whose side effect is a row in verify's ledger. Everything it needs comes from
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import log
-from .app import App
-from .run import Run
-from .verify_ledger import Writer
-from .worker import Worker
+from .. import log
+from ..app import App
+from ..run import Run
+from ..worker import Worker
+from .ledger import Writer
 
 TASK = "tinyjobs.verify"
 WORK_SECONDS = 0.05  # each job works this long, so that a SIGKILL finds jobs in flight

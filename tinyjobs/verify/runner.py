@@ -4,7 +4,7 @@ It starts `workers` real worker processes on a queue and namespace of its own, s
 jobs a second for `duration` seconds, stops a worker every `kill_every` seconds, SIGTERM and
 SIGKILL in turn, and starts another in its place; then it waits up to `settle` seconds for the
 store to settle (no job of its own pending or running), stops its workers, accounts for every
-job by number against the ledger its workers wrote (verify_report), and purges its own jobs,
+job by number against the ledger its workers wrote (verify/report.py), and purges its own jobs,
 leaving only the store's schema behind, unless `keep` or other jobs appeared.
 
 Exit status: 0 every promise held; 1 one did not (each cause on a `failed:` line); 2 before
@@ -27,16 +27,16 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from .app import App
-from .holder import host_id
-from .job import LIVE_STATES, Job
-from .stores.base import Store
-from .urls import mask
-from .verify_app import DRAIN_TIMEOUT, ENV_LEASE, ENV_LEDGER, ENV_QUEUE, ENV_SLOTS, TASK
-from .verify_fleet import Fleet
-from .verify_ledger import Ledger, create, read
-from .verify_report import Sent, Verdict, render, tally
-from .verify_settings import Refused, Settings, open_checked, settings
+from ..app import App
+from ..holder import host_id
+from ..job import LIVE_STATES, Job
+from ..stores.base import Store
+from ..urls import mask
+from .fleet import Fleet
+from .ledger import Ledger, create, read
+from .report import Sent, Verdict, render, tally
+from .settings import Refused, Settings, open_checked, settings
+from .worker import DRAIN_TIMEOUT, ENV_LEASE, ENV_LEDGER, ENV_QUEUE, ENV_SLOTS, TASK
 
 __all__ = ["Refused", "Result", "Settings", "Verifier", "open_checked", "settings", "verify"]
 

@@ -27,7 +27,7 @@ from tinyjobs.job import (
 )
 from tinyjobs.serialization import load
 
-from .base import NewJob, QueuePolicy
+from ..base import NewJob, QueuePolicy
 
 # Stored states. `pending` is reported as scheduled or waiting, by its due time against `now`.
 PENDING = "pending"

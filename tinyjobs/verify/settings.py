@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .durations import parse_duration
-from .errors import ConfigError, TinyjobsError
-from .reaper import REAP_INTERVAL
-from .stores import open_store
-from .stores.base import DEFAULT_LEASE, Store
-from .urls import mask, split, store_kind, with_query
+from ..durations import parse_duration
+from ..errors import ConfigError, TinyjobsError
+from ..reaper import REAP_INTERVAL
+from ..stores import open_store
+from ..stores.base import DEFAULT_LEASE, Store
+from ..urls import mask, split, store_kind, with_query
 
 DEFAULT_PREFIX = "verify"
 _NAMESPACE_OPTION = {"postgres": "schema", "redis": "prefix"}

@@ -1,6 +1,6 @@
 """The worker processes of `tinyjobs verify`: started, killed in turn and replaced.
 
-Each worker is `python -m tinyjobs.verify_app`, a real tinyjobs worker, with its output in a
+Each worker is `python -m tinyjobs.verify.worker`, a real tinyjobs worker, with its output in a
 log file of verify's temporary directory. A worker that exits without verify having signalled
 it died on its own; one that exits with a status other than 0 after SIGTERM did not stop
 cleanly; one that has not exited `stop_timeout` seconds after SIGTERM is killed, and did not
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import verify_app
+from . import worker as verify_worker
 
-WORKER_MODULE = "tinyjobs.verify_app"  # tests may point this at a module of their own
+WORKER_MODULE = "tinyjobs.verify.worker"  # tests may point this at a module of their own
 MAX_REPLACEMENTS = 50  # workers that keep dying are not replaced for ever
 POLL = 0.02
 
@@ -59,8 +59,8 @@ class Fleet:
                  ready_timeout: float = 60.0) -> None:  # fmt: skip
         self.size, self.directory, self.stop_timeout = size, directory, stop_timeout
         self.ready_timeout = ready_timeout
-        self.env = {**os.environ, **env, verify_app.ENV_PARENT: str(os.getpid()),
-                    verify_app.ENV_DIR: str(directory)}  # fmt: skip
+        self.env = {**os.environ, **env, verify_worker.ENV_PARENT: str(os.getpid()),
+                    verify_worker.ENV_DIR: str(directory)}  # fmt: skip
         self.members: list[Member] = []
         self.record = FleetRecord()
         self.all_pids: list[int] = []

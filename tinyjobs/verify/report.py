@@ -12,9 +12,9 @@ import signal
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .job import CANCELLED, DONE, FAILED, Job
-from .verify_fleet import FleetRecord
-from .verify_ledger import Ledger
+from ..job import CANCELLED, DONE, FAILED, Job
+from .fleet import FleetRecord
+from .ledger import Ledger
 
 SHOW = 5  # ids named in a failure line
 

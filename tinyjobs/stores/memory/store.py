@@ -33,8 +33,8 @@ from tinyjobs.job import (
 )
 from tinyjobs.urls import mask
 
-from .base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
-from .memory_rows import (
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
+from .rows import (
     CANCELLED_WHILE_RUNNING,
     PENDING,
     SETTLE_OUTCOMES,
