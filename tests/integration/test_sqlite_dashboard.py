@@ -46,3 +46,19 @@ def test_migration_2_counts_the_jobs_and_executions_already_there(tmp_path):
         assert store.execution_stats([1], now=T0 + 11) == []
     finally:
         store.close()
+
+
+def test_an_execution_inserted_already_ended_is_counted(tmp_path):
+    store = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    try:
+        db = store._pool.get()
+        with db:
+            db.execute(
+                "INSERT INTO executions (job_seq, attempt, host, pid, started_at, ended_at, outcome, queue) "
+                "VALUES (1, 1, 'h', 1, ?, ?, 'done', 'q')",
+                (T0, T0 + 0.25),
+            )
+        [stats] = store.execution_stats([0.25], now=T0 + 1)
+        assert (stats.queue, stats.count, stats.buckets) == ("q", 1, (1,))
+    finally:
+        store.close()

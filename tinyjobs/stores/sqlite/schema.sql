@@ -181,6 +181,15 @@ WHEN old.ended_at IS NULL AND new.ended_at IS NOT NULL BEGIN
     INSERT OR IGNORE INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 0);
     UPDATE exec_minutes SET n = n + 1 WHERE minute = new.minute AND outcome = new.outcome;
 END;
+-- tinyjobs inserts executions open, but the rollups must not depend on it.
+CREATE TRIGGER exec_stats_insert AFTER INSERT ON executions WHEN new.ended_at IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO exec_stats (queue, outcome, upto, n, seconds)
+    VALUES (new.queue, new.outcome, new.upto, 0, 0);
+    UPDATE exec_stats SET n = n + 1, seconds = seconds + new.seconds
+    WHERE queue = new.queue AND outcome = new.outcome AND upto = new.upto;
+    INSERT OR IGNORE INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 0);
+    UPDATE exec_minutes SET n = n + 1 WHERE minute = new.minute AND outcome = new.outcome;
+END;
 CREATE TRIGGER exec_stats_delete AFTER DELETE ON executions WHEN old.ended_at IS NOT NULL BEGIN
     UPDATE exec_stats SET n = n - 1, seconds = seconds - old.seconds
     WHERE queue = old.queue AND outcome = old.outcome AND upto = old.upto;
