@@ -18,12 +18,17 @@ from .worker import worker
     metavar="URL",
     help="Store URL: sqlite:///path.db, postgresql://..., redis://... ($TINYJOBS_URL).",
 )
+@click.option("--verbose", "-v", is_flag=True, help="Print the traceback behind an error.")
 @click.version_option(package_name="tinyjobs")
 @click.pass_context
-def main(ctx: click.Context, url: str | None) -> None:
-    """tinyjobs: background jobs that are never lost once acknowledged."""
+def main(ctx: click.Context, url: str | None, verbose: bool) -> None:
+    """tinyjobs: background jobs that are never lost once acknowledged.
+
+    Exit status of every command: 0 fine, 1 a finding or a failed promise (each command's
+    --help says which), 2 bad usage, or a store that is unreachable, refused or not there."""
     ctx.ensure_object(dict)
     ctx.obj["url"] = url
+    ctx.obj["verbose"] = verbose
 
 
 for command in (worker, enqueue, list_jobs, show_job, watch, cancel, retry):
