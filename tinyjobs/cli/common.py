@@ -18,6 +18,7 @@ import click
 
 from ..app import DEFAULT_URL, App
 from ..errors import ConfigError, StoreError, TinyjobsError
+from ..serialization import a
 from ..urls import mask, store_kind
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
@@ -68,7 +69,7 @@ def load_app(spec: str | None, url: str | None) -> App:
     app = getattr(module, attr)
     if not isinstance(app, App):
         raise click.UsageError(
-            f"--app {spec!r}: {module_name}.{attr} is a {type(app).__name__}, not a tinyjobs.App"
+            f"--app {spec!r}: {module_name}.{attr} is {a(type(app).__name__)}, not a tinyjobs.App"
         )
     if url:
         app.url = url

@@ -114,11 +114,16 @@ def _persistence(info: dict, appendfsync: Finding) -> list[Finding]:
     out = []
     if info.get("aof_enabled") in (1, "1"):
         out.append(passed("appendonly", "yes"))
+        out.append(appendfsync)
+        out.append(_status(info, "aof_last_write_status", True, "free disk space in Redis's dir"))
+        out.append(_status(info, "aof_last_bgrewrite_status", False, "disk space, fork memory"))
     else:
         out.append(failed("appendonly", f"aof_enabled={info.get('aof_enabled')}", aof_remedy))
-    out.append(appendfsync)
-    out.append(_status(info, "aof_last_write_status", True, "free disk space in Redis's dir"))
-    out.append(_status(info, "aof_last_bgrewrite_status", False, "disk space, fork memory"))
+        # The AOF's own items mean nothing without an AOF: not applicable, neither PASS nor WARN.
+        out += [
+            not_checked(name, "not applicable: appendonly is off, there is no AOF")
+            for name in ("appendfsync", "aof_last_write_status", "aof_last_bgrewrite_status")
+        ]
     out.append(_status(info, "rdb_last_bgsave_status", True, "free disk space in Redis's dir"))
     if info.get("loading") in (1, "1"):
         out.append(warned("loading", "the server is loading its data", "re-run check"))
