@@ -389,13 +389,37 @@ def test_item23_check_errors_share_the_prefix(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("tinyjobs: ")
 
 
-def test_item19_run_from_python_dash_m_too(tmp_path):
+def test_item19_a_worker_on_memory_is_refused(tmp_path):
+    (tmp_path / "myjobs.py").write_text(APP_MODULE)
     done = subprocess.run(
-        [sys.executable, "-m", "tinyjobs", "--url", "memory://", "worker", "--app", "x:app"],
+        [sys.executable, "-m", "tinyjobs", "--url", "memory://", "worker", "--app", "myjobs:app"],
         cwd=tmp_path,
-        env=env_for(),
+        env=env_for("memory://"),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 2 and "cannot import 'x'" in done.stderr
+    assert done.returncode == 2 and "in-memory store lives in one process" in done.stderr
+
+
+def test_item16_check_on_a_fresh_sqlite_path_names_migrate_and_a_missing_folder_fails(tmp_path):
+    fresh = tj("check", "sqlite:///fresh.db", "--json", cwd=tmp_path)
+    database = next(f for f in json.loads(fresh.stdout)["findings"] if f["setting"] == "database")
+    assert fresh.returncode == 1 and "tinyjobs migrate sqlite:///fresh.db" in database["remedy"]
+    nowhere = tj("check", "sqlite:///no/such/dir/x.db", "--json", cwd=tmp_path)
+    findings = json.loads(nowhere.stdout)["findings"]
+    assert nowhere.returncode == 1
+    assert [f["status"] for f in findings if f["setting"] == "filesystem"] in ([], ["NOT CHECKED"])
+    assert not any(f["status"] == "PASS" for f in findings), findings
+    assert "no such directory" in next(f["seen"] for f in findings if f["setting"] == "database")
+
+
+def test_item16_check_marks_aof_items_not_applicable_when_appendonly_is_off(tmp_path):
+    from support.servers import redis_server
+
+    with redis_server(tmp_path, "--appendonly", "no") as server:
+        result = tj("check", server.url, "--json", cwd=tmp_path)
+    statuses = {f["setting"]: (f["status"], f["seen"]) for f in json.loads(result.stdout)["findings"]}
+    assert statuses["appendonly"][0] == "FAIL"
+    for name in ("appendfsync", "aof_last_write_status", "aof_last_bgrewrite_status"):
+        assert statuses[name] == ("NOT CHECKED", "not applicable: appendonly is off, there is no AOF")
