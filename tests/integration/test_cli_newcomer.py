@@ -307,7 +307,8 @@ def test_item19_memory_is_refused_by_one_shot_commands(tmp_path):
 
 
 def test_every_command_documents_its_exit_status(tmp_path):
-    for command in ("enqueue", "jobs", "job", "watch", "cancel", "retry", "worker", "check", "verify"):
+    commands = ("enqueue", "jobs", "job", "watch", "cancel", "retry", "worker", "cron", "migrate")
+    for command in (*commands, "check", "verify", "supervise"):
         shown = tj(command, "--help", cwd=tmp_path).stdout
         assert "Exit status" in shown.replace("\n", " "), command
 

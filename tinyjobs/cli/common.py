@@ -104,10 +104,15 @@ def command_app(ctx: click.Context, spec: str | None, *, reading: bool = False) 
 
         path = parse_url(app.url).path
         if not os.path.exists(path):
-            how = "--app's URL" if spec and not resolve_url(ctx) else _url_source(ctx)
+            if spec and not resolve_url(ctx):
+                raise NoStoreThere(
+                    f"nothing at {mask(app.url)} (the URL of --app {spec}): the file {path} does "
+                    f"not exist yet, so no job was ever added there (tinyjobs migrate "
+                    f"{mask(app.url)} creates it empty)"
+                )
             raise NoStoreThere(
-                f"nothing at {mask(app.url)} ({how}): the file {path} does not exist; give the "
-                "store with --url URL, $TINYJOBS_URL or --app MODULE:ATTR"
+                f"nothing at {mask(app.url)} ({_url_source(ctx)}): the file {path} does not "
+                "exist; give the store with --url URL, $TINYJOBS_URL or --app MODULE:ATTR"
             )
     return app
 

@@ -70,8 +70,8 @@ def enqueue(ctx, task, args, delay, job_id, key, queue, priority, as_json, app_s
     job = app.enqueue(task, kwargs, **{k: v for k, v in options.items() if v is not None})
     if not app_spec and job.created:
         click.echo(
-            f"note: written by name without --app: queue {job.queue!r}, {DEFAULT_ATTEMPTS} "
-            f"attempts{'' if queue else ' (the default)'}; nothing checked that a worker knows "
+            f"note: written by name without --app, on queue {job.queue!r} with {DEFAULT_ATTEMPTS} "
+            "attempts; nothing checked that a worker knows "
             f"task {task!r}, that its handler takes these arguments, or that a worker serves "
             f"queue {job.queue!r}. Give --app MODULE:ATTR to use the task's declaration.",
             err=True,
@@ -222,9 +222,10 @@ def watch(ctx, job_id, timeout, as_json, app_spec) -> None:
 @handle_errors
 def cancel(ctx, job_id, app_spec) -> None:
     """Cancel a job. A waiting, scheduled or blocked one is removed and never runs. A running
-    one is asked to stop: its attempt finishes (an async handler is cancelled at its next
-    await; a sync one runs to its end); if that attempt succeeds the job ends done (the work
-    happened), otherwise cancelled, and it never runs again.
+    one is asked to stop: its worker learns of it at the next lease renewal (within half the
+    lease, sooner where the store notifies) and its attempt finishes (an async handler is
+    cancelled then; a sync one runs to its end); if that attempt succeeds the job ends done
+    (the work happened), otherwise cancelled, and it never runs again.
 
     Exit status: 0 cancelled or cancellation requested, 1 nothing to cancel, 2 a store
     unreachable, refused or not there."""
@@ -235,9 +236,10 @@ def cancel(ctx, job_id, app_spec) -> None:
     after = app.get(job_id, executions=False)  # a waiting job is gone, a running one flagged
     if after is not None and after.cancel_requested:
         click.echo(
-            f"cancellation requested for running job {job_id}: the running attempt finishes "
-            "(an async handler is cancelled); it ends done if that attempt succeeds, else "
-            "cancelled, and it never runs again"
+            f"cancellation requested for running job {job_id}: its worker learns of it at the "
+            "next lease renewal (within half the lease, sooner where the store notifies); the "
+            "running attempt finishes (an async handler is cancelled then, a sync one runs to its "
+            "end); it ends done if that attempt succeeds, else cancelled, and it never runs again"
         )
     else:
         click.echo(f"cancelled {job_id}: removed, it will not run")

@@ -17,7 +17,9 @@ from .common import handle_errors, resolve_url
 @click.pass_context
 @handle_errors
 def migrate(ctx: click.Context, url: str | None) -> None:
-    """Create or upgrade the schema of the store at URL (default: --url / $TINYJOBS_URL)."""
+    """Create or upgrade the schema of the store at URL (default: --url / $TINYJOBS_URL).
+
+    Exit status: 0 the schema is up to date, 2 no URL, or a store unreachable or refused."""
     target = resolve_url(ctx, url)
     if not target:
         raise click.UsageError("give the store URL as an argument, with --url or in $TINYJOBS_URL")
