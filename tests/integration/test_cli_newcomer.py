@@ -129,6 +129,18 @@ def test_item02_a_missing_sqlite_file_is_named_and_not_created(tmp_path):
     assert not (tmp_path / "absent.db").exists()
 
 
+def test_item02_a_missing_postgres_schema_is_named_and_not_created(tmp_path, postgres_url):
+    import psycopg
+
+    schema = f"t_{secrets.token_hex(6)}"
+    url = postgres_schema_url(postgres_url, schema)
+    result = tj("--url", url, "jobs", cwd=tmp_path)
+    assert result.returncode == 2 and f"the schema '{schema}' holds no tinyjobs store" in result.stderr
+    with psycopg.connect(postgres_url) as conn:
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchall()
+    assert found == [], "reading created nothing"
+
+
 def test_item03_masking_leaves_the_message_readable(tmp_path, redis_url, postgres_url):
     spaced = with_query(redis_url, prefix="a b").replace("a+b", "a b")
     result = tj("--url", spaced, "jobs", cwd=tmp_path)
@@ -388,6 +400,12 @@ def test_item23_error_wording():
 def test_item23_check_errors_share_the_prefix(tmp_path):
     result = tj("check", "ftp://x", cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.startswith("tinyjobs: ")
+    usage = tj("enqueue", "t", "{}", "--at", "x", cwd=tmp_path)  # click's own usage errors too
+    assert usage.returncode == 2
+    assert (
+        usage.stderr
+        == "tinyjobs: No such option '--at'. Did you mean '--app'? (see tinyjobs enqueue --help)\n"
+    )
 
 
 def test_item19_a_worker_on_memory_is_refused(tmp_path):

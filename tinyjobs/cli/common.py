@@ -99,6 +99,17 @@ def command_app(ctx: click.Context, spec: str | None, *, reading: bool = False) 
             "ends when it is done (a job added there would vanish, a list would always be "
             "empty); use sqlite:///path.db, postgresql://... or redis://..."
         )
+    if reading and kind == "postgres":
+        from ..stores.postgres.probe import has_store
+
+        if not has_store(app.url):
+            from ..stores.postgres.config import parse
+
+            raise NoStoreThere(
+                f"nothing at {mask(app.url)} ({_url_source(ctx, spec)}): the schema "
+                f"{parse(app.url).schema!r} holds no tinyjobs store, so no job was ever added "
+                f"there (tinyjobs migrate {mask(app.url)} creates it empty)"
+            )
     if reading and kind == "sqlite":
         from ..stores.sqlite.connection import parse_url
 
@@ -111,17 +122,19 @@ def command_app(ctx: click.Context, spec: str | None, *, reading: bool = False) 
                     f"{mask(app.url)} creates it empty)"
                 )
             raise NoStoreThere(
-                f"nothing at {mask(app.url)} ({_url_source(ctx)}): the file {path} does not "
+                f"nothing at {mask(app.url)} ({_url_source(ctx, spec)}): the file {path} does not "
                 "exist; give the store with --url URL, $TINYJOBS_URL or --app MODULE:ATTR"
             )
     return app
 
 
-def _url_source(ctx: click.Context) -> str:
+def _url_source(ctx: click.Context, spec: str | None = None) -> str:
     if (ctx.find_root().obj or {}).get("url"):
         return "from --url"
     if os.environ.get("TINYJOBS_URL"):
         return "from $TINYJOBS_URL"
+    if spec:
+        return f"the URL of --app {spec}"
     return "the default: no --url, $TINYJOBS_URL or --app given"
 
 
