@@ -313,9 +313,9 @@ def test_item18_watch_says_why_it_ends_and_shows_the_result(project, store_url):
 
 
 def test_item19_memory_is_refused_by_one_shot_commands(tmp_path):
-    for args in (["enqueue", "ok", "{}"], ["jobs"]):
+    for args in (["enqueue", "ok", "{}"], ["jobs"], ["migrate"]):
         result = tj("--url", "memory://", *args, cwd=tmp_path)
-        assert result.returncode == 2 and "in-memory store lives in one process" in result.stderr
+        assert result.returncode == 2 and "in-memory store lives in one process" in result.stderr, args
 
 
 def test_every_command_documents_its_exit_status(tmp_path):

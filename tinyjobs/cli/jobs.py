@@ -163,7 +163,7 @@ _SHOWN = (
 def render(job: Job) -> str:
     data = job.to_dict()
     lines = [
-        f"{k:16} {json.dumps(data[k]) if k in ('args', 'result') else data[k]}"
+        f"{k:16} {json.dumps(data[k]) if k in ('args', 'result', 'after') else data[k]}"
         for k in _SHOWN
         if data[k] not in (None, [], "", False) or k in ("args", "attempts")
     ]
