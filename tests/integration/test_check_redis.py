@@ -1,5 +1,5 @@
-"""`tinyjobs check` against real redis-servers, each deliberately misconfigured in one way
-(issue 7), plus the shared CI Redis, which keeps nothing on disk and so must fail."""
+"""`tinyjobs check` against real redis-servers, each deliberately misconfigured in one way,
+plus the shared CI Redis, which keeps nothing on disk and so must fail."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The PostgreSQL store on a real server: durability settings, the caller's transaction, the
-server's clock, dropped connections, migrations racing, schemas, fork and wake-ups (issue 5)."""
+server's clock, dropped connections, migrations racing, schemas, fork and wake-ups."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def _open_in_process(url: str, barrier: multiprocessing.synchronize.Barrier, out
     try:
         open_postgres(url).close()
         out.put("ok")
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         out.put(repr(err))
 
 

@@ -1,4 +1,4 @@
-"""A Redis with appendonly, killed and restarted under load, loses no acknowledged job (issue 6).
+"""A Redis with appendonly, killed and restarted under load, loses no acknowledged job.
 The test starts its own redis-server on a free loopback port."""
 
 from __future__ import annotations

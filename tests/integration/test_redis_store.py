@@ -1,5 +1,5 @@
 """The Redis store beyond the contract suite: key layout, scripts, clock, refusals, wake-ups,
-fork safety and memory (issue 6)."""
+fork safety and memory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tinyjobs verify` (issue 8): short runs on SQLite, PostgreSQL and Redis that pass, and one test
+"""`tinyjobs verify`: short runs on SQLite, PostgreSQL and Redis that pass, and one test
 per cause of exit 1 and exit 2. Faults are made from outside, as an operator's bad day would
 make them: a job deleted from the store behind verify's back, a ledger row deleted or the ledger
 replaced, a worker killed, triggers that make one enqueue or a few settlements fail, SIGINT to
@@ -8,7 +8,6 @@ starts in place of its own (tinyjobs.verify.fleet.WORKER_MODULE)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import signal
@@ -61,13 +60,6 @@ if MODE == "term-exit":
     Worker._on_signal = lambda self, signum, frame: os._exit(3)
 verify_app.main(fault)
 """
-
-
-def has_store(name: str) -> bool:
-    try:
-        return hasattr(importlib.import_module(f"tinyjobs.stores.{name}"), "open")
-    except ImportError:
-        return False
 
 
 def report_of(output: str) -> list[str]:
@@ -229,7 +221,6 @@ def test_verify_passes_on_sqlite_and_leaves_only_the_schema(runner, db):
     assert not list(runner.tmp.iterdir()), "the temporary directory of a passing run is removed"
 
 
-@pytest.mark.skipif(not has_store("postgres"), reason="the PostgreSQL store has no open() yet")
 def test_verify_passes_on_postgres_with_the_password_masked(runner, postgres_url):
     schema = f"vt_{uuid.uuid4().hex[:10]}"
     url = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
@@ -243,7 +234,6 @@ def test_verify_passes_on_postgres_with_the_password_masked(runner, postgres_url
         _drop_schema(postgres_url, schema)
 
 
-@pytest.mark.skipif(not has_store("redis"), reason="the Redis store has no open() yet")
 def test_verify_passes_on_redis_and_leaves_no_key(runner, redis_url):
     prefix = f"vt{uuid.uuid4().hex[:10]}"
     url = f"{redis_url}?prefix={prefix}"
@@ -505,14 +495,12 @@ def test_unwritable_sqlite_file_exits_2(tmp_path):
     assert code == 2, output
 
 
-@pytest.mark.skipif(not has_store("postgres"), reason="the PostgreSQL store has no open() yet")
 def test_unreachable_postgres_exits_2_with_the_password_masked():
     code, output = cli("postgresql://postgres:hunter2@127.0.0.1:1/test?connect_timeout=2")
     assert code == 2, output
     assert "hunter2" not in output
 
 
-@pytest.mark.skipif(not has_store("redis"), reason="the Redis store has no open() yet")
 def test_unreachable_redis_exits_2():
     code, output = cli("redis://127.0.0.1:1/0")
     assert code == 2, output
@@ -528,7 +516,6 @@ def test_a_sqlite_file_holding_other_jobs_exits_2(db):
     assert rows(db, "SELECT count(*) FROM jobs")[0][0] == 1
 
 
-@pytest.mark.skipif(not has_store("redis"), reason="the Redis store has no open() yet")
 def test_a_redis_prefix_holding_other_jobs_exits_2(redis_url):
     prefix = f"vt{uuid.uuid4().hex[:10]}"
     url = f"{redis_url}?prefix={prefix}"
