@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.wait import wait_until
 
 import tinyjobs
 from tinyjobs.cli import main
@@ -100,13 +101,14 @@ class Verify:
         return self.finish()
 
     def ledger(self, timeout: float = 30) -> Path:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = list(self.tmp.glob("tinyjobs-verify-*/ledger.db"))
-            if found:
-                return found[0]
-            time.sleep(0.05)
-        raise AssertionError("verify made no ledger")
+        return wait_until(
+            lambda: next(self.tmp.glob("tinyjobs-verify-*/ledger.db"), None), timeout, what="verify's ledger"
+        )
+
+    def worker_store_errors(self) -> int:
+        """How many store errors verify's workers have logged so far."""
+        logs = self.tmp.glob("tinyjobs-verify-*/worker-*.log")
+        return sum(path.read_text(errors="replace").count('"store.error"') for path in logs)
 
     def workers(self) -> list[int]:
         """The pids of verify's worker processes, oldest first."""
@@ -131,16 +133,6 @@ def children(pid: int) -> list[int]:
             if int(fields[1]) == pid and fields[0] not in "ZX":
                 found.append(int(entry.name))
     return sorted(found)
-
-
-def wait_for(predicate, timeout: float = 30, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -258,7 +250,7 @@ def _drop_schema(url: str, schema: str) -> None:
 
 def test_a_job_deleted_behind_its_back_is_reported_lost(runner, db):
     runner.start(sqlite_url(db), *SHORT)
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     execute(db, """
         BEGIN IMMEDIATE;
         DELETE FROM executions WHERE job_seq = (SELECT min(seq) FROM jobs);
@@ -295,7 +287,9 @@ def test_an_unfinished_job_is_a_store_that_does_not_settle(runner, db):
 def test_a_missing_side_effect_fails_the_run(runner, db):
     runner.start(sqlite_url(db), *SHORT)
     ledger = runner.ledger()
-    wait_for(lambda: rows(ledger, "SELECT 1 FROM ledger WHERE n = 3"), what="job 3's side effect")
+    wait_until(
+        lambda: rows(ledger, "SELECT 1 FROM ledger WHERE n = 3"), timeout=30, what="job 3's side effect"
+    )
     execute(ledger, "DELETE FROM ledger WHERE n = 3")
     code, lines, err = runner.finish()
     assert code == 1, err
@@ -306,7 +300,7 @@ def test_a_missing_side_effect_fails_the_run(runner, db):
 def test_a_ledger_it_cannot_read_fails_the_run(runner, db):
     runner.start(sqlite_url(db), *SHORT)
     ledger = runner.ledger()
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     garbage = ledger.with_name("garbage")
     garbage.write_bytes(b"this is not a database" * 100)
     os.replace(garbage, ledger)  # the workers keep their open file; verify opens this one
@@ -318,7 +312,7 @@ def test_a_ledger_it_cannot_read_fails_the_run(runner, db):
 
 def test_a_worker_dying_on_its_own_fails_the_run(runner, db):
     runner.start(sqlite_url(db), *SHORT)
-    wait_for(lambda: verify_jobs(db) >= 5, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 5, timeout=30, what="verify's first jobs")
     victim = runner.workers()[-1]  # verify kills its oldest worker: take the newest
     os.kill(victim, signal.SIGKILL)
     code, lines, err = runner.finish()
@@ -351,14 +345,16 @@ def test_an_enqueue_failing_fails_the_run(runner, db):
 
 
 def test_a_store_failing_mid_run_fails_the_run(runner, db):
+    """Settlements fail until the workers have logged a store error, then succeed."""
     prepare_sqlite(db)
-    until = time.time() + 3.0  # settlements fail for the first seconds, then succeed
-    execute(db, f"""
-        CREATE TRIGGER flaky BEFORE UPDATE ON jobs
-        WHEN NEW.state = 'done' AND (julianday('now') - 2440587.5) * 86400.0 < {until}
+    execute(db, """
+        CREATE TRIGGER flaky BEFORE UPDATE ON jobs WHEN NEW.state = 'done'
         BEGIN SELECT RAISE(ABORT, 'injected: the store is failing'); END;
     """)  # fmt: skip
-    code, lines, err = runner.run(sqlite_url(db), *SHORT, "--settle", "10")
+    runner.start(sqlite_url(db), *SHORT, "--settle", "10")
+    wait_until(runner.worker_store_errors, timeout=30, what="a worker to log a store error")
+    execute(db, "DROP TRIGGER flaky")
+    code, lines, err = runner.finish()
     assert code == 1, err
     assert lines[0] == "sent 100 jobs: 100 succeeded, 0 failed, 0 cancelled, 0 unfinished, 0 lost"
     assert any(re.fullmatch(r"failed: the store failed mid-run: the workers logged \d+ store errors", line)
@@ -368,7 +364,7 @@ def test_a_store_failing_mid_run_fails_the_run(runner, db):
 def test_a_run_cut_short_by_sigint_fails_and_cleans_up(runner, db):
     started = time.monotonic()
     proc = runner.start(sqlite_url(db), *SHORT[:1], "20", *SHORT[2:])
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     proc.send_signal(signal.SIGINT)
     code, lines, err = runner.finish()
     assert code == 1, err
@@ -399,7 +395,7 @@ def test_a_job_left_in_the_store_fails_the_run(runner, db):
 
 def test_other_jobs_appearing_mid_run_leave_everything_in_place(runner, db):
     runner.start(sqlite_url(db), *SHORT)
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     other = tinyjobs.App(sqlite_url(db))
     other.enqueue("someone.elses", {}, queue="elsewhere")
     other.close()
@@ -418,12 +414,12 @@ def test_keep_leaves_the_finished_jobs(runner, db):
 
 def test_a_verifier_killed_outright_leaves_its_workers_to_stop(runner, db):
     proc = runner.start(sqlite_url(db), *SHORT[:1], "20", *SHORT[2:])
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     workers = runner.workers()
     assert len(workers) == 2
     proc.kill()
     proc.communicate()
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers),
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers),
              timeout=10, what="the orphaned workers to stop")  # fmt: skip
 
 
