@@ -154,8 +154,9 @@ def _clear_path(path: str) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISSOCK(mode):
-        raise BootError(f"health socket {path!r} exists and is not a socket; remove it or choose "
-                        "another --socket")  # fmt: skip
+        raise BootError(
+            f"health socket {path!r} exists and is not a socket; remove it or choose another --socket"
+        )
     try:
         query(path, timeout=0.5)
     except (OSError, ValueError):

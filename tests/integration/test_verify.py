@@ -32,8 +32,7 @@ from tinyjobs.verify.settings import Refused, settings
 pytestmark = pytest.mark.slow
 
 # Two workers, 40 jobs a second for 2.5 s (100 jobs), a kill at 1 s (SIGTERM) and 2 s (SIGKILL).
-SHORT = ["--duration", "2.5", "--rate", "40", "--workers", "2", "--slots", "4",
-         "--kill-every", "1", "--lease", "2"]  # fmt: skip
+SHORT = "--duration 2.5 --rate 40 --workers 2 --slots 4 --kill-every 1 --lease 2".split()
 LAUNCHER = (
     "import sys, tinyjobs.verify.fleet as fleet; fleet.WORKER_MODULE = sys.argv.pop(1); "
     "from tinyjobs.cli import main; main(sys.argv[1:], prog_name='tinyjobs')"
@@ -87,8 +86,9 @@ class Verify:
             (self.tmp_path / "faultworker.py").write_text(FAULT_WORKER)
             self.env["VERIFY_TEST_FAULT"] = fault
             command = [sys.executable, "-c", LAUNCHER, "faultworker", "verify", url, *args]
-        self.proc = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         return self.proc
 
     def finish(self, timeout: float = 90) -> tuple[int, list[str], str]:
@@ -251,22 +251,26 @@ def _drop_schema(url: str, schema: str) -> None:
 def test_a_job_deleted_behind_its_back_is_reported_lost(runner, db):
     runner.start(sqlite_url(db), *SHORT)
     wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
-    execute(db, """
+    delete_the_first_job = """
         BEGIN IMMEDIATE;
         DELETE FROM executions WHERE job_seq = (SELECT min(seq) FROM jobs);
         DELETE FROM jobs WHERE seq = (SELECT min(seq) FROM jobs);
         COMMIT;
-    """)  # fmt: skip
+    """
+    execute(db, delete_the_first_job)
     code, lines, err = runner.finish()
     assert code == 1, err
     assert lines[0].endswith(", 1 lost")
     assert "failed: 1 job lost (job 1)" in lines
 
 
-@pytest.mark.parametrize(("fault", "expected"), [
-    ("fail", ("1 failed", "failed: 1 job failed (job 5)")),
-    ("cancel", ("1 cancelled", "failed: 1 job cancelled (job 5)")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ("fail", ("1 failed", "failed: 1 job failed (job 5)")),
+        ("cancel", ("1 cancelled", "failed: 1 job cancelled (job 5)")),
+    ],
+)
 def test_a_job_that_failed_or_was_cancelled_fails_the_run(runner, db, fault, expected):
     code, lines, err = runner.run(sqlite_url(db), *SHORT, fault=fault)
     assert code == 1, err
@@ -333,10 +337,11 @@ def test_a_worker_not_stopping_cleanly_on_sigterm_fails_the_run(runner, db):
 
 def test_an_enqueue_failing_fails_the_run(runner, db):
     prepare_sqlite(db)
-    execute(db, """
+    refuse_job_7 = """
         CREATE TRIGGER refuse_7 BEFORE INSERT ON jobs WHEN NEW.id LIKE 'verify:%:7'
         BEGIN SELECT RAISE(ABORT, 'injected: job 7 refused'); END;
-    """)  # fmt: skip
+    """
+    execute(db, refuse_job_7)
     code, lines, err = runner.run(sqlite_url(db), *SHORT)
     assert code == 1, err
     assert lines[0] == "sent 100 jobs: 99 succeeded, 0 failed, 0 cancelled, 0 unfinished, 0 lost"
@@ -347,18 +352,21 @@ def test_an_enqueue_failing_fails_the_run(runner, db):
 def test_a_store_failing_mid_run_fails_the_run(runner, db):
     """Settlements fail until the workers have logged a store error, then succeed."""
     prepare_sqlite(db)
-    execute(db, """
+    fail_every_settlement = """
         CREATE TRIGGER flaky BEFORE UPDATE ON jobs WHEN NEW.state = 'done'
         BEGIN SELECT RAISE(ABORT, 'injected: the store is failing'); END;
-    """)  # fmt: skip
+    """
+    execute(db, fail_every_settlement)
     runner.start(sqlite_url(db), *SHORT, "--settle", "10")
     wait_until(runner.worker_store_errors, timeout=30, what="a worker to log a store error")
     execute(db, "DROP TRIGGER flaky")
     code, lines, err = runner.finish()
     assert code == 1, err
     assert lines[0] == "sent 100 jobs: 100 succeeded, 0 failed, 0 cancelled, 0 unfinished, 0 lost"
-    assert any(re.fullmatch(r"failed: the store failed mid-run: the workers logged \d+ store errors", line)
-               for line in lines)  # fmt: skip
+    assert any(
+        re.fullmatch(r"failed: the store failed mid-run: the workers logged \d+ store errors", line)
+        for line in lines
+    )
 
 
 def test_a_run_cut_short_by_sigint_fails_and_cleans_up(runner, db):
@@ -383,10 +391,11 @@ def test_a_run_too_short_to_kill_anyone_fails():
 
 def test_a_job_left_in_the_store_fails_the_run(runner, db):
     prepare_sqlite(db)
-    execute(db, """
+    keep_job_4 = """
         CREATE TRIGGER stay BEFORE DELETE ON jobs WHEN OLD.id LIKE 'verify:%:4'
         BEGIN SELECT RAISE(IGNORE); END;
-    """)  # fmt: skip
+    """
+    execute(db, keep_job_4)
     code, lines, err = runner.run(sqlite_url(db), *SHORT)
     assert code == 1, err
     assert lines[4] == "0 enqueue failures; 1 job left in the store"
@@ -419,8 +428,11 @@ def test_a_verifier_killed_outright_leaves_its_workers_to_stop(runner, db):
     assert len(workers) == 2
     proc.kill()
     proc.communicate()
-    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers),
-             timeout=10, what="the orphaned workers to stop")  # fmt: skip
+    wait_until(
+        lambda: not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers),
+        timeout=10,
+        what="the orphaned workers to stop",
+    )
 
 
 def _state(pid: int) -> str:
@@ -439,19 +451,22 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("args", [
-    ["--duration", "5", "--kill-every", "5"],
-    ["--duration", "5", "--kill-every", "10"],
-    ["--lease", "10", "--settle", "11"],
-    ["--settle", "20"],
-    ["--rate", "0"],
-    ["--rate", "-3"],
-    ["--workers", "0"],
-    ["--slots", "0"],
-    ["--duration", "0"],
-    ["--duration", "soon"],
-    ["--lease", "0.5"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--duration", "5", "--kill-every", "5"],
+        ["--duration", "5", "--kill-every", "10"],
+        ["--lease", "10", "--settle", "11"],
+        ["--settle", "20"],
+        ["--rate", "0"],
+        ["--rate", "-3"],
+        ["--workers", "0"],
+        ["--slots", "0"],
+        ["--duration", "0"],
+        ["--duration", "soon"],
+        ["--lease", "0.5"],
+    ],
+)
 def test_settings_that_make_no_sense_exit_2_before_anything_runs(db, args):
     code, output = cli(sqlite_url(db), *args)
     assert code == 2, output
