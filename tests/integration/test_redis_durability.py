@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
-import subprocess
+import signal
 import threading
-from pathlib import Path
 
 import pytest
-import redis
+from support.servers import redis_server
+from support.services import missing_service
 from support.wait import wait_until
 
 from tinyjobs.errors import StoreUnavailable
@@ -22,61 +21,13 @@ from tinyjobs.stores.redis import open as open_redis
 QUEUES = {"default": QueuePolicy("default", lease=2.0)}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """A redis-server with appendonly yes and appendfsync always in a directory of its own."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir, self.port = directory, free_port()
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--dir",
-                str(self.dir),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        wait_until(self.answers, timeout=10, what="redis-server to start")
-
-    def answers(self) -> bool:
-        try:
-            return bool(redis.Redis(port=self.port).ping())
-        except redis.ConnectionError:
-            return False
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()  # SIGKILL: no shutdown, no final save
-        self.proc.wait()
-
-
 @pytest.fixture
 def server(tmp_path):
+    """A redis-server with appendonly yes and appendfsync always."""
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    srv = Server(tmp_path)
-    srv.start()
-    yield srv
-    if srv.proc and srv.proc.poll() is None:
-        srv.kill()
+        missing_service("redis-server")
+    with redis_server(tmp_path, "--appendonly", "yes", "--appendfsync", "always") as srv:
+        yield srv
 
 
 def produce(store, acked: list[str], stop: threading.Event, writing: threading.Event) -> None:
@@ -129,7 +80,7 @@ def test_a_restart_of_redis_under_load_loses_no_acknowledged_job(server):
     for t in threads:
         t.start()
     wait_until(lambda: len(acked) >= 1000, timeout=60, what="1000 acknowledged jobs")
-    server.kill()
+    server.stop(signal.SIGKILL)  # no shutdown, no final save
     wait_until(writing.is_set, timeout=10, what="an enqueue outstanding while the server is down")
     server.start()
     threads[0].join(60)
