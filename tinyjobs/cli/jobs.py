@@ -154,10 +154,10 @@ def show_job(ctx, job_id, as_json, app_spec) -> None:
 
 
 _SHOWN = (
-    "id", "task", "queue", "state", "cancel_requested", "priority", "attempts", "max_attempts",
-    "due_at", "created_at", "started_at", "finished_at", "key", "group", "after", "ahead",
-    "args", "result",
-)  # fmt: skip
+    *("id", "task", "queue", "state", "cancel_requested", "priority", "attempts", "max_attempts"),
+    *("due_at", "created_at", "started_at", "finished_at", "key", "group", "after", "ahead"),
+    *("args", "result"),
+)
 
 
 def render(job: Job) -> str:
