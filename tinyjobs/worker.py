@@ -167,11 +167,13 @@ class Worker:
             self._check_timeouts(now)
             if now >= self._next_renew:
                 self._renew()
+            # Before the claim: a process stopped (SIGSTOP, a debugger) right after it claimed
+            # is then not caught holding SQLite's write lock for a beat.
+            self.heartbeat.tick(len(self.running))  # writes every few seconds (heartbeat.py)
             if self.reason is None:
                 self._claim()
             if self.reaper is not None:
                 self.reaper.tick()
-            self.heartbeat.tick(len(self.running))  # writes every few seconds (heartbeat.py)
             if self.cron is not None:
                 self.cron.poll()
             if self.on_tick is not None:
