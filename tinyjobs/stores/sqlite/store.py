@@ -11,8 +11,9 @@ from typing import Any
 
 from tinyjobs.errors import ConfigError, StoreUnavailable
 from tinyjobs.holder import Holder
-from tinyjobs.job import STATES, Job
+from tinyjobs.job import CANCELLED, OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, RUNNING, STATES, Job
 from tinyjobs.stores.base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
 from .claim import claim_jobs
@@ -206,7 +207,7 @@ class SQLiteStore:
             at = self._now(now)
             rows = db.execute(Q["expired_leases"], (at, limit)).fetchall()
             for row in rows:
-                end_lease(db, row, "lease expired", at)
+                end_lease(db, row, OUTCOME_LEASE_EXPIRED, at)
         return len(rows)
 
     def holders(self, host: str) -> list[Holder]:
@@ -224,7 +225,7 @@ class SQLiteStore:
             ids = as_json(holder.id for holder in holders)
             rows = db.execute(Q["holder_leases"], (ids,)).fetchall()
             for row in rows:
-                end_lease(db, row, "worker lost", at)
+                end_lease(db, row, OUTCOME_WORKER_LOST, at)
         return len(rows)
 
     # -- the user's requests ------------------------------------------------------------
@@ -235,12 +236,12 @@ class SQLiteStore:
         with self._write() as db:
             at = self._now(now)
             row = db.execute(Q["job_by_id"], (job_id,)).fetchone()
-            if row is None or row["state"] in ("done", "failed", "cancelled"):
+            if row is None or row["state"] in STORED_FINAL:
                 return False
-            if row["state"] == "running":
+            if row["state"] == RUNNING:
                 db.execute(Q["request_cancel"], (row["seq"],))
                 return True
-            cancel_dependents(db, row["seq"], row["id"], "was cancelled", at)
+            cancel_dependents(db, row["seq"], row["id"], CANCELLED, at)
             delete_jobs(db, [row["seq"]])
             return True
 
@@ -264,7 +265,7 @@ class SQLiteStore:
             if row is None:
                 return None
             job = to_job(row, at)
-            if row["state"] == "pending":
+            if row["state"] == PENDING:
                 params = {
                     "queue": row["queue"],
                     "now": at,
@@ -290,7 +291,7 @@ class SQLiteStore:
             return []  # as the memory store: no job is ever in a state that does not exist
         at = self._now(now)
         split = state if state in ("scheduled", "waiting") else None
-        stored = "pending" if split else state
+        stored = PENDING if split else state
         params = {"stored": stored, "queue": queue, "split": split, "now": at, "limit": limit}
         with self._read() as db:
             rows = db.execute(Q["list_jobs"], params).fetchall()
