@@ -90,7 +90,7 @@ def end_lease(db: Executor, row: sqlite3.Row, outcome: str, now: float) -> None:
 
 def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
     """Apply one settlement if its token is still on the job; False (nothing changed) if not."""
-    row = db.execute(Q["running_by_token"], (settlement.job_id, settlement.token)).fetchone()
+    row = db.execute(Q["settle_running"], (settlement.job_id, settlement.token)).fetchone()
     if row is None:
         return False
     outcome = settlement.outcome
@@ -120,10 +120,10 @@ def settle_done_batch(db: Executor, settlements: Sequence[Settlement], now: floa
     done = [(s.job_id, s.token, s.result) for s in settlements if s.outcome == "done" and not s.execution]
     if not done:
         return set()
-    rows = db.execute(Q["settle_done_batch"], {"batch": json.dumps(done), "now": now}).fetchall()
+    rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
     if rows:
         seqs = json.dumps([row[0] for row in rows])
-        db.execute(Q["close_executions_done"], {"seqs": seqs, "now": now})
-        db.execute(Q["release_dependents_of_many"], {"seqs": seqs, "now": now})
+        db.execute(Q["settle_close_done"], {"seqs": seqs, "now": now})
+        db.execute(Q["settle_release_done"], {"seqs": seqs, "now": now})
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
     return {(row[1], token_of[row[1]]) for row in rows}

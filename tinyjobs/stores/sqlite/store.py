@@ -133,7 +133,7 @@ class SQLiteStore:
         """One transaction: record `due` for `schedule` if later than the last, and enqueue."""
         with self._write() as db:
             at = self._now(now)
-            if db.execute(Q["cron_record"], (schedule, due)).rowcount != 1:
+            if db.execute(Q["fire_cron"], (schedule, due)).rowcount != 1:
                 return False
             enqueue_batch(db.cursor(), [job], at)
             return True
@@ -205,7 +205,7 @@ class SQLiteStore:
         """One transaction: expired leases end as "lease expired"."""
         with self._write() as db:
             at = self._now(now)
-            rows = db.execute(Q["expired_leases"], (at, limit)).fetchall()
+            rows = db.execute(Q["reap"], (at, limit)).fetchall()
             for row in rows:
                 end_lease(db, row, OUTCOME_LEASE_EXPIRED, at)
         return len(rows)
@@ -213,7 +213,7 @@ class SQLiteStore:
     def holders(self, host: str) -> list[Holder]:
         """One read."""
         with self._read() as db:
-            rows = db.execute(Q["holders_on"], {"host": host}).fetchall()
+            rows = db.execute(Q["holders"], {"host": host}).fetchall()
         return [Holder.parse(row[0]) for row in rows]
 
     def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
@@ -223,7 +223,7 @@ class SQLiteStore:
         with self._write() as db:
             at = self._now(now)
             ids = as_json(holder.id for holder in holders)
-            rows = db.execute(Q["holder_leases"], (ids,)).fetchall()
+            rows = db.execute(Q["end_leases"], (ids,)).fetchall()
             for row in rows:
                 end_lease(db, row, OUTCOME_WORKER_LOST, at)
         return len(rows)
@@ -239,7 +239,7 @@ class SQLiteStore:
             if row is None or row["state"] in STORED_FINAL:
                 return False
             if row["state"] == RUNNING:
-                db.execute(Q["request_cancel"], (row["seq"],))
+                db.execute(Q["cancel"], (row["seq"],))
                 return True
             cancel_dependents(db, row["seq"], row["id"], CANCELLED, at)
             delete_jobs(db, [row["seq"]])
@@ -251,7 +251,7 @@ class SQLiteStore:
         try:
             with self._write() as db:
                 at = self._now(now)
-                return db.execute(Q["retry_job"], {"id": job_id, "now": at}).rowcount == 1
+                return db.execute(Q["retry"], {"id": job_id, "now": at}).rowcount == 1
         except sqlite3.IntegrityError:
             return False
 
@@ -273,9 +273,9 @@ class SQLiteStore:
                     "priority": row["priority"],
                     "seq": row["seq"],
                 }
-                job.ahead = db.execute(Q["ahead"], params).fetchone()[0]
+                job.ahead = db.execute(Q["get_ahead"], params).fetchone()[0]
             if executions:
-                rows = db.execute(Q["executions_of"], (row["seq"],)).fetchall()
+                rows = db.execute(Q["executions"], (row["seq"],)).fetchall()
                 job.executions = [to_execution(r) for r in rows]
         return job
 
@@ -294,7 +294,7 @@ class SQLiteStore:
         stored = PENDING if split else state
         params = {"stored": stored, "queue": queue, "split": split, "now": at, "limit": limit}
         with self._read() as db:
-            rows = db.execute(Q["list_jobs"], params).fetchall()
+            rows = db.execute(Q["jobs"], params).fetchall()
         return [to_job(row, at) for row in rows]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
@@ -312,7 +312,7 @@ class SQLiteStore:
         """One transaction: final jobs past their window go, with steps and executions."""
         with self._write() as db:
             at = self._now(now)
-            seqs = [row[0] for row in db.execute(Q["purgeable"], {"now": at, "limit": limit})]
+            seqs = [row[0] for row in db.execute(Q["purge"], {"now": at, "limit": limit})]
             delete_jobs(db, seqs)
         return len(seqs)
 
