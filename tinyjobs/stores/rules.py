@@ -9,12 +9,13 @@ redis/scripts.py prepends a generated prelude) and keep a copy of the decisions 
 marked with a comment naming this file. tests/contract/test_store_rules.py pins every store to
 this module, so a copy that drifts fails there.
 
-A leaf: it imports only job and errors.
+A leaf: it imports only job, errors and serialization (NewJob only for type checking).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import JobNotFound
 from ..job import (
@@ -31,7 +32,12 @@ from ..job import (
     RUNNING,
     SCHEDULED,
     WAITING,
+    Job,
 )
+from ..serialization import load
+
+if TYPE_CHECKING:
+    from .base import NewJob
 
 # The stored state of a job that waits for its due time; it is reported as `scheduled` while
 # that time is ahead and as `waiting` once it is due (see reported_state).
@@ -98,6 +104,29 @@ def initial_state(parents: Iterable[tuple[str, str]]) -> tuple[str, str | None]:
         if parent_state != DONE:
             state = BLOCKED
     return state, None
+
+
+def created_snapshot(
+    job: NewJob, due: float, now: float, state: str = PENDING, error: str | None = None
+) -> Job:
+    """The snapshot of a job just added in `state` (pending, blocked, or cancelled by its
+    parents with `error`), built from what was written instead of read back."""
+    return Job(
+        id=job.id,
+        task=job.task,
+        queue=job.queue,
+        args=load(job.payload),
+        state=reported_state(state, due, now),
+        priority=job.priority,
+        max_attempts=job.max_attempts,
+        due_at=due,
+        created_at=now,
+        finished_at=now if state in STORED_FINAL else None,
+        error=error,
+        key=job.key,
+        group=job.group,
+        after=tuple(dict.fromkeys(job.after)),
+    )
 
 
 def unknown_parent(job_id: str, parent_id: str) -> JobNotFound:

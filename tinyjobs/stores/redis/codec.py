@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ...job import CANCELLED, Execution, Job, bound_error
+from ...job import Execution, Job, bound_error
 from ..base import NewJob, QueuePolicy, Settlement
-from ..rules import reported_state
+from ..rules import created_snapshot, reported_state
 
 
 def _text(value: Any) -> str:
@@ -111,24 +111,7 @@ def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) 
 def from_new(job: NewJob, reply: list[Any], now: float) -> Job:
     """The snapshot of a job that enqueue just created, from its NewJob and the script's reply
     ['1', id, stored state, due, seq, error]."""
-    due = float(reply[3])
-    state = reply[2]
-    return Job(
-        id=job.id,
-        task=job.task,
-        queue=job.queue,
-        args=json.loads(job.payload),
-        state=reported_state(state, due, now),
-        priority=int(job.priority),
-        max_attempts=int(job.max_attempts),
-        due_at=due,
-        created_at=now,
-        finished_at=now if state == CANCELLED else None,
-        error=reply[5] or None,
-        key=job.key,
-        group=job.group,
-        after=tuple(dict.fromkeys(job.after)),
-    )
+    return created_snapshot(job, float(reply[3]), now, reply[2], reply[5] or None)
 
 
 def executions(entries: Sequence[str]) -> list[Execution]:

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from tinyjobs.job import BLOCKED, Job
 from tinyjobs.stores.base import NewJob
-from tinyjobs.stores.rules import PENDING, holds_id, initial_state, unknown_parent
+from tinyjobs.stores.rules import PENDING, created_snapshot, holds_id, initial_state, unknown_parent
 
 from .lifecycle import delete_jobs
-from .rows import Q, as_json, new_job_row, new_job_snapshot, to_job
+from .rows import Q, as_json, new_job_row, to_job
 
 
 def due_of(job: NewJob, now: float) -> float:
@@ -27,12 +27,12 @@ def enqueue_batch(cur: sqlite3.Cursor, jobs: Sequence[NewJob], now: float) -> li
         dues = [due_of(job, now) for job in jobs]
         if len(jobs) == 1:  # execute is cheaper than executemany for one row
             cur.execute(Q["insert_job"], new_job_row(jobs[0], dues[0], now, PENDING, None))
-            return [new_job_snapshot(jobs[0], dues[0], now)]
+            return [created_snapshot(jobs[0], dues[0], now)]
         cur.executemany(
             Q["insert_job"],
             [new_job_row(job, due, now, PENDING, None) for job, due in zip(jobs, dues, strict=True)],
         )
-        return [new_job_snapshot(job, due, now) for job, due in zip(jobs, dues, strict=True)]
+        return [created_snapshot(job, due, now) for job, due in zip(jobs, dues, strict=True)]
     return [_enqueue_one(cur, job, now) for job in jobs]
 
 
@@ -66,7 +66,7 @@ def _enqueue_one(cur: sqlite3.Cursor, job: NewJob, now: float) -> Job:
     if state == BLOCKED:
         cur.executemany(Q["insert_dep"], [(parent, seq) for parent in parents])
     if state == PENDING:
-        return new_job_snapshot(job, due, now)
+        return created_snapshot(job, due, now)
     return to_job(cur.execute(Q["job_by_id"], (job.id,)).fetchone(), now)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from tinyjobs.job import CANCELLED, Execution, Job
 from tinyjobs.stores.base import NewJob
-from tinyjobs.stores.rules import PENDING, expires_at, reported_state
+from tinyjobs.stores.rules import expires_at, reported_state
 
 from .connection import load_blocks
 
@@ -64,23 +64,6 @@ def new_job_row(job: NewJob, due: float, now: float, state: str, error: str | No
         now,
         now if final else None,
         expires_at(state, now, job.dedupe, job.keep) if final else None,
-    )
-
-
-def new_job_snapshot(job: NewJob, due: float, now: float) -> Job:
-    """The snapshot of a job just written pending, built without reading it back."""
-    return Job(
-        id=job.id,
-        task=job.task,
-        queue=job.queue,
-        args=json.loads(job.payload),
-        state=reported_state(PENDING, due, now),
-        priority=job.priority,
-        max_attempts=job.max_attempts,
-        due_at=due,
-        created_at=now,
-        key=job.key,
-        group=job.group,
     )
 
 
