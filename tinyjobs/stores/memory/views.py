@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tinyjobs.job import BLOCKED, CANCELLED, DONE, Job
 
+from .. import rules
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
 from ..views import (
     bucket_start,
@@ -151,7 +152,7 @@ class MemoryViews(_Base):
                 return False
             self._delete(row)  # the row and its lease token: a late settlement finds nothing
             if row.state != DONE:
-                reason = f"cancelled: job {row.id} it runs after was deleted"
+                reason = rules.dependency_error(row.id, rules.DELETED)
                 for child in _blocked_after(self._rows.values(), row.id):
                     self._finish(child, CANCELLED, reason, t)
             return True

@@ -16,6 +16,7 @@ from psycopg import sql
 
 from ...job import Job
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
+from ..rules import DELETED
 from ..views import (
     LOST_FACTOR,
     check_bounds,
@@ -164,7 +165,7 @@ class PostgresViews(_Base):
                 return False
             cur.execute(self.q["forget"], {"ids": [job_id]})
             if row[0] != "done":
-                settle.cascade(cur, self.q, now, [job_id], ["was deleted"])
+                settle.cascade(cur, self.q, now, [job_id], [DELETED])
             return True
 
         return self._run(op, idempotent=False)

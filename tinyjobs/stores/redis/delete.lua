@@ -19,7 +19,7 @@ if j.st == 'running' then
 end
 delete(id, j)
 if j.st ~= 'done' and j.hd then
-  cancel_dependents(id, 'was deleted', now)
+  cancel_dependents(id, DELETED, now)
 end
 flush()
 return 1

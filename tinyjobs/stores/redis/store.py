@@ -14,10 +14,11 @@ from typing import Any
 
 import redis
 
-from ...errors import JobNotFound, NotSupported
+from ...errors import NotSupported
 from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
+from ..rules import unknown_parent
 from . import codec
 from .connection import Connection
 from .scripts import Scripts
@@ -62,7 +63,7 @@ class RedisStore(RedisViews):
         packed = json.dumps([codec.job_args(job) for job in jobs], ensure_ascii=False)
         reply = self._run("enqueue", [codec.now_arg(now), packed])
         if isinstance(reply, list):
-            raise JobNotFound(f"job {reply[1]!r} (named in `after`) does not exist; nothing was added")
+            raise unknown_parent(reply[2], reply[1])
         reply = json.loads(reply)
         at = float(reply[0])
         out = []

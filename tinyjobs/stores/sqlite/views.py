@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from tinyjobs.job import Job
 
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
+from ..rules import DELETED
 from ..views import (
     LOST_FACTOR,
     bucket_start,
@@ -177,7 +178,7 @@ class SQLiteViews(_Base):
             if row is None:
                 return False
             if row["state"] != "done":
-                cancel_dependents(db, row["seq"], row["id"], "was deleted", at)
+                cancel_dependents(db, row["seq"], row["id"], DELETED, at)
             delete_jobs(db, [row["seq"]])  # its token goes with the row: the lease is over
             return True
 
