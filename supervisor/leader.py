@@ -3,7 +3,10 @@ store and runs the reaper every second, cron and the retention purge. Every duty
 so correctness never depends on who leads (or on two leading for a moment), only efficiency.
 
 Every supervisor renews (or tries to take) the lease once a second; that call also tells the
-health document whether the store is reachable."""
+health document whether the store is reachable. The calls go through a StoreGuard: each is
+bounded (the store retries for at most PATIENCE s, so the supervisor's loop is never held long),
+an outage is logged once as it starts and once as it ends, and while the store is away the
+lease is tried again after a backoff (up to 5 s), not every second."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tinyjobs.reaper import Reaper
+from tinyjobs.storeguard import StoreGuard
+from tinyjobs.stores.deadlines import retrying_at_most
 from tinyjobs.urls import mask
 
 if TYPE_CHECKING:
@@ -18,6 +23,8 @@ if TYPE_CHECKING:
 
 LEASE_NAME = "leader"
 TICK = 1.0
+PATIENCE = 0.3  # one quick reconnect after a dropped connection, no more
+BACKOFF = (0.5, 5.0)
 
 
 class Leader:
@@ -29,6 +36,7 @@ class Leader:
         self.reachable: bool | None = None
         self.error: str | None = None
         self.last_cron_tick: float | None = None
+        self.guard = StoreGuard(log, patience=PATIENCE, backoff=BACKOFF)
         self._next = 0.0
         self.use_app(app)
 
@@ -45,24 +53,19 @@ class Leader:
         if now < self._next:
             return self._next - now
         self._next = now + TICK
+        if not self.guard.ready():
+            return TICK  # the store is away: the guard's backoff says when to try again
         self._renew()
         if self.leading:
-            self.reaper.tick()
-            self._tick_cron()
+            with retrying_at_most(PATIENCE):
+                self.reaper.tick()
+                self._tick_cron()
         return TICK
 
     def _renew(self) -> None:
-        try:
-            leading = self.app.store.lead(LEASE_NAME, self.holder_id, self.ttl, self.app.now())
-        except Exception as err:
-            if self.reachable is not False:
-                self.log.error("store.unreachable", error=mask(str(err)))
-            self.reachable, self.error = False, mask(str(err))
-            leading = False
-        else:
-            if self.reachable is False:
-                self.log.info("store.reachable")
-            self.reachable, self.error = True, None
+        store, now = self.app.store, self.app.now()
+        leading = bool(self.guard.call("lead", store.lead, LEASE_NAME, self.holder_id, self.ttl, now))
+        self.reachable, self.error = self.guard.reachable, self.guard.error
         if leading != self.leading:
             self.log.info("leader.elected" if leading else "leader.lost", holder=self.holder_id)
         self.leading = leading
