@@ -17,6 +17,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ...durations import parse_duration
 from ...errors import ConfigError, StoreUnavailable
 from ...urls import mask, split, with_query
 from ..deadlines import CONNECT, ROUND_TRIP, retry_window
@@ -38,6 +39,8 @@ def parse(url: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     if scheme not in SCHEMES:
         raise ConfigError(f"store URL {mask(url)!r}: a Redis URL starts with redis://, rediss:// or unix://")
     prefix = str(options.pop("prefix", query.pop("prefix", DEFAULT_PREFIX)))
+    if "timeout" in query:  # ours, as on PostgreSQL: the deadline of one round trip
+        options["socket_timeout"] = parse_duration(query.pop("timeout"), f"store URL {mask(url)!r}: timeout")
     if not prefix or any(c in prefix for c in "{}\t\n "):
         raise ConfigError(
             f"store URL {mask(url)!r}: prefix {prefix!r} must be non-empty, without braces or spaces"
@@ -55,6 +58,7 @@ class Connection:
     def __init__(self, url: str, **options: Any) -> None:
         self.masked = mask(url)
         self.client_url, self.prefix, self.options = parse(url, dict(options))
+        self.round_trip = float(self.options.pop("socket_timeout", ROUND_TRIP))
         self._lock = threading.Lock()
         self._pid = -1
         self._build()
@@ -77,7 +81,7 @@ class Connection:
     def _build(self) -> None:
         self._local = threading.local()
         self._clients: list[redis.Redis] = []
-        self._blocking = self._make(BLOCK_AT_MOST + ROUND_TRIP, single=False)
+        self._blocking = self._make(BLOCK_AT_MOST + self.round_trip, single=False)
         self._pid = os.getpid()
 
     def client(self) -> redis.Redis:
@@ -88,7 +92,7 @@ class Connection:
                     self._build()
         client = getattr(self._local, "client", None)
         if client is None:
-            client = self._make(ROUND_TRIP, single=True)
+            client = self._make(self.round_trip, single=True)
             self._local.client = client
             with self._lock:
                 self._clients.append(client)
