@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from . import log as tjlog
 from .errors import TinyjobsError
 from .stores.deadlines import retrying_at_most
 from .urls import mask
@@ -114,6 +115,7 @@ def wait_until_reachable(
             result = probe()
         except StoreError as err:
             guard.failed("open", err)
+            tjlog.flush()  # the line must be out before the wait, even when logs are buffered
             sleep(max(0.0, guard.retry_at - guard.clock()))
             continue
         guard.succeeded()

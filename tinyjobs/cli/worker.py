@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
 
 from .. import log
 from ..durations import parse_duration
-from ..urls import mask
+from ..storeguard import wait_until_reachable
+from ..urls import mask, store_kind
 from ..worker import RECYCLE, Worker
 from .common import handle_errors, load_app, resolve_url
 
@@ -33,6 +35,11 @@ def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
     finish and then replaces itself with a fresh process (same pid, exec)."""
     log.configure(buffered=True)
     app = load_app(app_spec, resolve_url(ctx))
+    if store_kind(app.url) in ("postgres", "redis"):
+        # A server may come up after us (boot order, a restart): wait for it, with backoff,
+        # saying so once. (A SQLite file that cannot be opened is a local mistake: exit 2.)
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # nothing in hand yet
+        wait_until_reachable(lambda: app.store, log.get_logger())
     names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
     w = Worker(
         app,
