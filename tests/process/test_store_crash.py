@@ -12,9 +12,11 @@ enqueuing process prints nothing behind the application's back."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +27,7 @@ from support.servers import postgres_server, redis_server
 from support.wait import wait_until
 
 from tinyjobs.stores import open_store
+from tinyjobs.stores.base import NewJob
 
 harness = supervisor_harness.harness  # fixture
 HERE = Path(__file__).resolve().parent
@@ -129,3 +132,47 @@ def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(harne
         assert overlapping_runs(harness.marks()) == []
         sup.signal(signal.SIGTERM)
         assert sup.wait_exit(30) == 0
+
+
+@pytest.mark.slow
+def test_an_outage_longer_than_the_lease_loses_nothing_and_counts_nothing_twice(harness, tmp_path):
+    """PostgreSQL away for longer than the lease of the jobs running at the time. Their handlers
+    finish during the outage; their holders keep the settlements and send them when it is back.
+    In the store's time the leases ran out: a settlement that arrives before the reaper ends the
+    lease still lands (the attempt did finish, nobody else holds the job); once the reaper ended
+    it, the job runs again as its next attempt and the late settlement changes nothing (JOB-05).
+    Either way: every job done once, none lost, no two runs at once."""
+    with postgres_server(tmp_path, {"fsync": "on"}) as pg:
+        url = pg.url + "?schema=outage"
+        sup = harness.start("--workers", "2", env=harness.env(TINYJOBS_URL=url, TJ_LEASE="3s"))
+        sup.wait_ready(2)
+        store = open_store(url)
+        try:
+            jobs = [f"h{n}" for n in range(8)]
+            for job_id in jobs:
+                store.enqueue([_new_job(job_id, seconds=1.5)])
+            wait_until(lambda: len(harness.starts()) == len(jobs), timeout=20, what="every job to start")
+            pg.stop("immediate")
+            stopped = time.monotonic()
+            wait_until(lambda: len(harness.marks_of("end")) == len(jobs), timeout=20,
+                       what="the handlers to finish while the store is away")  # fmt: skip
+            # The outage lasts past the 3 s lease (the point of the test, not a wait for a state).
+            time.sleep(max(0.0, 6.0 - (time.monotonic() - stopped)))
+            pg.start()
+            wait_until(lambda: store.counts().get("default", {}).get("done", 0) == len(jobs), timeout=60,
+                       interval=0.2, what="every job done")  # fmt: skip
+            for job_id in jobs:
+                job = store.get(job_id, executions=True)
+                done_runs = [e for e in job.executions if e.outcome == "done"]
+                assert job.state == "done" and len(done_runs) == 1, (job_id, job.executions)
+                assert job.attempts in (1, 2), job
+            assert overlapping_runs(harness.marks()) == []
+            assert sup.proc.poll() is None and sup.event("worker.exited") == []
+        finally:
+            store.close()
+        sup.signal(signal.SIGTERM)
+        assert sup.wait_exit(30) == 0
+
+
+def _new_job(job_id: str, seconds: float) -> NewJob:
+    return NewJob(job_id, "hold", payload=json.dumps({"seconds": seconds}), max_attempts=5)
