@@ -96,3 +96,29 @@ def test_a_stalled_worker_times_out_and_its_job_is_taken_over_after_the_lease(
             workers.stop_all()
             app.close()
             drop_namespace(kind, direct)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["postgres", "redis"])
+def test_a_slow_store_slows_work_down_but_loses_no_lease(workers, kind, postgres_url, redis_url):
+    """300 ms per round trip (150 ms each way): jobs that outlive their 3 s lease keep it by
+    renewing, every one is done at its first attempt, and none is taken from its live holder."""
+    server = urlsplit(postgres_url if kind == "postgres" else redis_url)
+    with FaultyProxy((server.hostname, server.port)) as proxy:
+        proxy.delay = 0.15
+        proxied, direct = urls(kind, postgres_url, redis_url, proxy.port)
+        workers.url = proxied
+        app = import_app("procapp", HERE, direct)
+        try:
+            workers.start()
+            jobs = [app.tasks["hold"].enqueue(seconds=4.0) for _ in range(6)]
+            for job in jobs:
+                wait_until(lambda j=job: (s := app.get(j.id)) and s.state == "done", timeout=60,
+                           what=f"job {job.id} done")  # fmt: skip
+            assert [app.get(j.id).attempts for j in jobs] == [1] * len(jobs)
+            assert len(workers.marks("start")) == len(jobs), "a job ran twice: a lease was lost"
+            assert workers.events("job.lease_lost") == [] and workers.events("store.unreachable") == []
+        finally:
+            workers.stop_all()
+            app.close()
+            drop_namespace(kind, direct)
