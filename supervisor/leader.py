@@ -43,7 +43,7 @@ class Leader:
     def use_app(self, app: App) -> None:
         """Run the duties for `app` from now on (after a reload, the fresh app)."""
         self.app = app
-        self.reaper = Reaper(app.store, app.now, self.log, reap_interval=TICK)
+        self.reaper = Reaper(app.store, app.now, self.log, reap_interval=TICK, guard=self.guard)
         self.cron = _cron_scheduler(app, self.log)
 
     def tick(self) -> float:

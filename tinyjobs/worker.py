@@ -97,7 +97,7 @@ class Worker:
         # Every store call of the loop: bounded, backed off, one log line per outage.
         self._guard = StoreGuard(self._log)
         # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
-        self.reaper = Reaper(app.store, app.now, self._log) if reaper else None
+        self.reaper = Reaper(app.store, app.now, self._log, guard=self._guard) if reaper else None
         # Cron likewise: any number of schedulers may tick, the store fires each due time once.
         self.cron: CronScheduler | None = None
         if reaper and app.crons:
@@ -175,14 +175,18 @@ class Worker:
             self._waker.wait(self._sleep_for(now))
 
     def _duties(self) -> None:
-        """A standalone worker's reaper and cron, while the store answers (during an outage
-        they would only fail; the guard's probes notice when it is back)."""
-        if self._guard.reachable and (self.reaper is not None or self.cron is not None):
+        """A standalone worker's reaper and cron, bounded like every store call, and not while
+        the guard backs off (during an outage they would only fail, each after a timeout)."""
+        if (self.reaper is None and self.cron is None) or not self._guard.ready():
+            return
+        try:
             with retrying_at_most(self._guard.patience):
                 if self.reaper is not None:
                     self.reaper.tick()
                 if self.cron is not None:
                     self.cron.poll()
+        except Exception as err:  # the cron scheduler's clock read: the store is away
+            self._guard.failed("cron", err)
 
     def _sleep_for(self, now: float) -> float:
         wake_at = min(self._next_renew, now + IDLE_POLL)

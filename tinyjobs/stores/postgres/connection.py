@@ -11,6 +11,7 @@ renewals)."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ import psycopg
 from psycopg import errors as pgerrors
 
 from ...errors import StoreError, StoreUnavailable
-from ..deadlines import retry_window
+from ..deadlines import CONNECT, retry_window
 from .config import Settings
 
 T = TypeVar("T")
@@ -77,8 +78,12 @@ class Connections:
 
     def connect(self, autocommit: bool = False) -> psycopg.Connection:
         """A new connection; StoreUnavailable (URL masked) when the server cannot be reached."""
+        # A caller that asked the store to give up soon (a worker's loop) is not held for the
+        # whole connect_timeout, once per address psycopg tries, by a server that does not answer.
+        patience = retry_window(float("inf"))
+        extra = {"connect_timeout": max(2, math.ceil(patience))} if patience < CONNECT else {}
         try:
-            conn = _Bounded.connect(self.settings.conninfo, autocommit=autocommit)
+            conn = _Bounded.connect(self.settings.conninfo, autocommit=autocommit, **extra)
         except psycopg.Error as err:
             reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {reason}") from None
