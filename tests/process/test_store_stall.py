@@ -87,6 +87,8 @@ def test_a_stalled_worker_times_out_and_its_job_is_taken_over_after_the_lease(
             assert done.state == "done" and done.attempts == 2
             # A's settlement of attempt 1 came too late and changed nothing.
             assert [e["pid"] for e in workers.events("job.lease_lost")] == [a.pid]
+            # (the store says done as B commits; B's log line follows at the end of its loop turn)
+            wait_until(lambda: workers.events("job.done"), timeout=10, what="B to log job.done")
             assert [e["pid"] for e in workers.events("job.done")] == [b.pid]
             assert len(workers.events("store.unreachable")) == 1
             assert a.poll() is None
