@@ -41,8 +41,12 @@ def cascade(cur: Any, q: dict[str, str], now: float | None, ids: list, reasons: 
     cur.execute(q["cascade_cancel"], {"now": now, "ids": ids, "reasons": reasons})
 
 
-def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None) -> None:
-    """The settle statement, queued (in pipeline mode it waits for a read); `finish` reads it."""
+def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None) -> Any:
+    """The settle statement, queued (in pipeline mode it waits for a read); `finish` reads it.
+    Behind it, on a cursor of its own that this returns for `finish`, which of the jobs have
+    dependents (`with_dependents`: a statement of its own sees a dependent enqueued while the
+    settle waited for its parent's row; in the same round trip)."""
+    dependents = cur.connection.cursor()
     cur.execute(
         q["settle"],
         {
@@ -56,6 +60,8 @@ def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: fl
             "executions": [s.execution for s in settlements],
         },
     )
+    dependents.execute(q["with_dependents"], {"ids": [s.job_id for s in settlements]})
+    return dependents
 
 
 def finish(
@@ -64,6 +70,7 @@ def finish(
     settlements: Sequence[Settlement],
     now: float | None,
     retrying: bool,
+    dependents: Any,
 ) -> tuple[list[bool], set[str]]:
     """Read what `send` did and do what follows in the same transaction: True for each
     settlement applied (JOB-05), and the queues to notify after commit.
@@ -71,8 +78,9 @@ def finish(
     When `retrying`, an earlier try may have committed: a settlement whose token is the job's
     last settled token counts as applied (settlement is idempotent by lease token)."""
     rows = cur.fetchall()
+    parents = {row[0] for row in dependents.fetchall()}
     applied = [row[1] is not None for row in rows]
-    ended = [(settlements[i].job_id, row[1], row[2], row[3])
+    ended = [(settlements[i].job_id, row[1], row[2], settlements[i].job_id in parents)
              for i, row in enumerate(rows) if row[1] is not None]  # fmt: skip
     due_again = follow_up(cur, q, now, ended)
     if retrying and not all(applied):
@@ -89,5 +97,9 @@ def end_leases(
     waiting, or fail when they used their attempts, or end cancelled (JOB-04, DUR-02). Returns
     how many, and the queues to notify after commit."""
     cur.execute(q[name], {"now": now, **params})
-    ended = [(row[0], row[1], row[2], row[3]) for row in cur.fetchall()]
-    return len(ended), follow_up(cur, q, now, ended)
+    ended = [(row[0], row[1], row[2]) for row in cur.fetchall()]
+    parents: set[str] = set()
+    if ended:  # read anew, as in `send`: a dependent may have been enqueued while it waited
+        cur.execute(q["with_dependents"], {"ids": [row[0] for row in ended]})
+        parents = {row[0] for row in cur.fetchall()}
+    return len(ended), follow_up(cur, q, now, [(*row, row[0] in parents) for row in ended])
