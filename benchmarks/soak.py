@@ -47,8 +47,14 @@ from tinyjobs.durations import parse_duration  # noqa: E402
 from tinyjobs.errors import StoreError  # noqa: E402
 from tinyjobs.supervisor.health import query  # noqa: E402
 
-EXPECTED = {"fast": "done", "slow": "done", "failing": "failed", "retrying": "done", "stepped": "done",
-            "child": "done"}  # fmt: skip
+EXPECTED = {
+    "fast": "done",
+    "slow": "done",
+    "failing": "failed",
+    "retrying": "done",
+    "stepped": "done",
+    "child": "done",
+}
 DESIGNED_RUNS = {"retrying": 2}  # runs a job of that kind makes when nothing is killed
 
 
@@ -62,14 +68,33 @@ class Pool:
         self.starts = 0
 
     def start(self) -> None:
-        env = {**os.environ, "TINYJOBS_URL": self.url, "SOAK_LEDGER": str(self.work / "ledger.jsonl"),
-               "PYTHONPATH": str(ROOT / "benchmarks"), "TINYJOBS_LOG_LEVEL": "warning"}  # fmt: skip
+        env = {
+            **os.environ,
+            "TINYJOBS_URL": self.url,
+            "SOAK_LEDGER": str(self.work / "ledger.jsonl"),
+            "PYTHONPATH": str(ROOT / "benchmarks"),
+            "TINYJOBS_LOG_LEVEL": "warning",
+        }
         with open(self.work / f"supervise-{self.starts}.log", "w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tinyjobs", "supervise", "--app", "soakapp:app",
-                 "--workers", str(self.workers), "--slots", "8", "--socket", self.socket],
-                env=env, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "tinyjobs",
+                    "supervise",
+                    "--app",
+                    "soakapp:app",
+                    "--workers",
+                    str(self.workers),
+                    "--slots",
+                    "8",
+                    "--socket",
+                    self.socket,
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         self.starts += 1
 
     def health(self) -> dict | None:
@@ -152,9 +177,12 @@ def store_size(kind: str, store) -> int:
     if kind == "postgres":
 
         def op(cur, retrying):
-            cur.execute("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                        "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                        "WHERE n.nspname = %s AND c.relkind = 'r'", (store.schema,))  # fmt: skip
+            cur.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind = 'r'",
+                (store.schema,),
+            )
             return int(cur.fetchone()[0])
 
         return store._run(op, write=False)
@@ -255,16 +283,25 @@ def main() -> None:
             purged += n
         size_after = store_size(args.store, app.store)
         report = {
-            "store": args.store, "duration_s": round(duration), "sent": len(acked),
+            "store": args.store,
+            "duration_s": round(duration),
+            "sent": len(acked),
             "enqueue_failures": failures[0],
-            "runs": len(ledger), "kills": kills, "store_restarts": restarts, "lost": len(lost),
-            "not_in_expected_state": len(wrong), "examples": (lost + wrong)[:5],
-            "extra_runs": extra, "cron_due_times": len(dues),
+            "runs": len(ledger),
+            "kills": kills,
+            "store_restarts": restarts,
+            "lost": len(lost),
+            "not_in_expected_state": len(wrong),
+            "examples": (lost + wrong)[:5],
+            "extra_runs": extra,
+            "cron_due_times": len(dues),
             "cron_fired_twice": sum(1 for c in dues.values() if c > 1),
             "worker_rss_mb_start": round(statistics.median(rss_start) / 2**20, 1) if rss_start else None,
             "worker_rss_mb_end": round(statistics.median(rss_end) / 2**20, 1) if rss_end else None,
-            "store_bytes_before_purge": size_before, "purged": purged, "store_bytes_after_purge": size_after,
-        }  # fmt: skip
+            "store_bytes_before_purge": size_before,
+            "purged": purged,
+            "store_bytes_after_purge": size_after,
+        }
         app.close()
         print(json.dumps(report))
         sys.exit(1 if lost or wrong or report["cron_fired_twice"] else 0)

@@ -17,8 +17,9 @@ LEDGER = os.environ.get("SOAK_LEDGER", "soak-ledger.jsonl")
 
 
 def record(run: tinyjobs.Run, kind: str, **fields: object) -> None:
-    line = json.dumps({"job": run.id, "attempt": run.attempt, "kind": kind, "pid": os.getpid(),
-                       "t": time.time(), **fields})  # fmt: skip
+    line = json.dumps(
+        {"job": run.id, "attempt": run.attempt, "kind": kind, "pid": os.getpid(), "t": time.time(), **fields}
+    )
     with open(LEDGER, "a") as ledger:
         ledger.write(line + "\n")
 

@@ -29,8 +29,9 @@ def test_dep01_a_child_enqueued_while_its_parent_settles_is_released(postgres_st
     with psycopg.connect(conninfo) as theirs, psycopg.connect(conninfo, autocommit=True) as watch:
         store.enqueue([NewJob("child", "t", after=("parent",))], conn=theirs)  # lock held: no commit yet
         settled: list[list[bool]] = []
-        settler = threading.Thread(target=lambda: settled.append(
-            store.settle([Settlement("parent", claimed.token, "done")])))  # fmt: skip
+        settler = threading.Thread(
+            target=lambda: settled.append(store.settle([Settlement("parent", claimed.token, "done")]))
+        )
         settler.start()
 
         def settle_waits_for_the_lock() -> bool:

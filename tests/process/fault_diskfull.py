@@ -31,8 +31,12 @@ def main(mountpoint: str, outdir: str) -> None:
     app.store.counts()  # creates the file before the worker starts
     env = {**os.environ, "TINYJOBS_URL": url, "TJ_TEST_DIR": outdir, "PYTHONPATH": str(HERE)}
     with open(Path(outdir) / "worker-0.log", "w") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "tinyjobs", "worker", "--app", "procapp:app"],
-                                  env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "tinyjobs", "worker", "--app", "procapp:app"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     acked: list[str] = []
     error: BaseException | None = None
     pad = "x" * 2000
@@ -64,15 +68,19 @@ def main(mountpoint: str, outdir: str) -> None:
     conn = sqlite3.connect(f"{mountpoint}/jobs.db")
     integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
     conn.close()
-    print(json.dumps({
-        "error_type": type(error).__name__ if error else None,
-        "error_classes": [c.__name__ for c in type(error).__mro__] if error else [],
-        "error": str(error) if error else None,
-        "acked": len(acked),
-        "not_done": [i for i, s in states.items() if s != "done"],
-        "integrity": integrity,
-        "worker_exit": worker_exit,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "error_type": type(error).__name__ if error else None,
+                "error_classes": [c.__name__ for c in type(error).__mro__] if error else [],
+                "error": str(error) if error else None,
+                "acked": len(acked),
+                "not_done": [i for i, s in states.items() if s != "done"],
+                "integrity": integrity,
+                "worker_exit": worker_exit,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

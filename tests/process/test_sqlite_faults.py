@@ -68,8 +68,9 @@ def test_kill_9_during_wal_checkpoints_keeps_the_file_sound_and_every_acknowledg
         before = acked_count()
         with open(tmp_path / "enqueuer.stderr", "a") as stderr:
             script = str(HERE / "fault_checkpoint.py")
-            proc = subprocess.Popen([sys.executable, script, url, str(acked_path), str(kills * 1_000_000)],
-                                    stderr=stderr)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, script, url, str(acked_path), str(kills * 1_000_000)], stderr=stderr
+            )
         wait_until(lambda b=before: acked_count() > b, timeout=20, what="the enqueuer to acknowledge jobs")
         time.sleep(rng.uniform(0.0, 0.2))  # a random moment to kill at (the point of the test)
         proc.send_signal(signal.SIGKILL)

@@ -95,8 +95,11 @@ def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(harne
         assert down["healthy"] is False
         assert any(p.startswith("store unreachable") for p in down["problems"]), down["problems"]
         # Down long enough for every worker to notice (they retry for a second first).
-        wait_until(lambda: {e["pid"] for e in sup.event("store.unreachable")} >= {sup.pid, *workers},
-                   timeout=15, what="every process to log store.unreachable")  # fmt: skip
+        wait_until(
+            lambda: {e["pid"] for e in sup.event("store.unreachable")} >= {sup.pid, *workers},
+            timeout=15,
+            what="every process to log store.unreachable",
+        )
         restart()
 
         assert enqueuer.wait(90) == 0, stderr_path.read_text()
@@ -113,8 +116,11 @@ def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(harne
             assert missing == [], f"{len(missing)} acknowledged jobs lost, e.g. {missing[:5]}"
         finally:
             store.close()
-        up = wait_until(lambda: (doc := sup.try_health()) and doc["healthy"] and doc, timeout=15,
-                        what="health to say healthy again")  # fmt: skip
+        up = wait_until(
+            lambda: (doc := sup.try_health()) and doc["healthy"] and doc,
+            timeout=15,
+            what="health to say healthy again",
+        )
         assert up["store"] == {"reachable": True, "error": None}
 
         assert sup.proc.poll() is None, "the supervisor exited"
@@ -154,13 +160,20 @@ def test_an_outage_longer_than_the_lease_loses_nothing_and_counts_nothing_twice(
             wait_until(lambda: len(harness.starts()) == len(jobs), timeout=20, what="every job to start")
             pg.stop("immediate")
             stopped = time.monotonic()
-            wait_until(lambda: len(harness.marks_of("end")) == len(jobs), timeout=20,
-                       what="the handlers to finish while the store is away")  # fmt: skip
+            wait_until(
+                lambda: len(harness.marks_of("end")) == len(jobs),
+                timeout=20,
+                what="the handlers to finish while the store is away",
+            )
             # The outage lasts past the 3 s lease (the point of the test, not a wait for a state).
             time.sleep(max(0.0, 6.0 - (time.monotonic() - stopped)))
             pg.start()
-            wait_until(lambda: store.counts().get("default", {}).get("done", 0) == len(jobs), timeout=60,
-                       interval=0.2, what="every job done")  # fmt: skip
+            wait_until(
+                lambda: store.counts().get("default", {}).get("done", 0) == len(jobs),
+                timeout=60,
+                interval=0.2,
+                what="every job done",
+            )
             for job_id in jobs:
                 job = store.get(job_id, executions=True)
                 done_runs = [e for e in job.executions if e.outcome == "done"]

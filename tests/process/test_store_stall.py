@@ -74,8 +74,11 @@ def test_a_stalled_worker_times_out_and_its_job_is_taken_over_after_the_lease(
             )
             assert taken[0]["job"] == job.id and taken[0]["attempt"] == 2
             # ... while A, cut off, gave up waiting for its store instead of hanging.
-            lost = wait_until(lambda: workers.events("store.unreachable"), timeout=20,
-                              what="worker A to log that its store is unreachable")  # fmt: skip
+            lost = wait_until(
+                lambda: workers.events("store.unreachable"),
+                timeout=20,
+                what="worker A to log that its store is unreachable",
+            )
             assert [e["pid"] for e in lost] == [a.pid]
             assert a.poll() is None
 
@@ -115,8 +118,11 @@ def test_a_slow_store_slows_work_down_but_loses_no_lease(workers, kind, postgres
             workers.start()
             jobs = [app.tasks["hold"].enqueue(seconds=4.0) for _ in range(6)]
             for job in jobs:
-                wait_until(lambda j=job: (s := app.get(j.id)) and s.state == "done", timeout=60,
-                           what=f"job {job.id} done")  # fmt: skip
+                wait_until(
+                    lambda j=job: (s := app.get(j.id)) and s.state == "done",
+                    timeout=60,
+                    what=f"job {job.id} done",
+                )
             assert [app.get(j.id).attempts for j in jobs] == [1] * len(jobs)
             assert len(workers.marks("start")) == len(jobs), "a job ran twice: a lease was lost"
             assert workers.events("job.lease_lost") == [] and workers.events("store.unreachable") == []

@@ -38,8 +38,11 @@ def test_supervise_waits_for_its_store_without_ready_and_says_why(harness, late_
     notes = Datagrams(address)
     url = late_redis.url + "?prefix=late"
     sup = harness.start("--workers", "1", env=harness.env(TINYJOBS_URL=url, NOTIFY_SOCKET=address))
-    doc = wait_until(lambda: (d := sup.try_health()) and d["uptime"] > 3.0 and d, timeout=20,
-                     what="the supervisor to wait a few seconds for its store")  # fmt: skip
+    doc = wait_until(
+        lambda: (d := sup.try_health()) and d["uptime"] > 3.0 and d,
+        timeout=20,
+        what="the supervisor to wait a few seconds for its store",
+    )
     assert doc["healthy"] is False and doc["workers"] == []
     assert doc["store"]["reachable"] is False and "unreachable" in doc["store"]["error"]
     assert any(p.startswith("store unreachable") for p in doc["problems"])

@@ -16,8 +16,12 @@ from ..deadlines import CONNECT, ROUND_TRIP
 DEFAULT_SCHEMA = "tinyjobs"
 # Options read by tinyjobs and removed before the URL reaches libpq.
 _OWN = {"schema", "listen", "timeout"}
-_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
-               "keepalives_count": "3"}  # fmt: skip
+_KEEPALIVES = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+}
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 
 
@@ -72,5 +76,11 @@ def parse(url: str) -> Settings:
         round_trip = parse_duration(query["timeout"], f"store URL {mask(url)!r}: timeout")
         if round_trip <= 0:
             raise ConfigError(f"store URL {mask(url)!r}: timeout must be more than 0 s")
-    return Settings(url=url, conninfo=conninfo, schema=schema, masked=mask(url), listen=listen == "on",
-                    round_trip=round_trip)  # fmt: skip
+    return Settings(
+        url=url,
+        conninfo=conninfo,
+        schema=schema,
+        masked=mask(url),
+        listen=listen == "on",
+        round_trip=round_trip,
+    )
