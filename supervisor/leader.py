@@ -54,8 +54,9 @@ class Leader:
         if now < self._next:
             return self._next - now
         self._next = now + TICK
-        if not self.guard.ready():
-            return TICK  # the store is away: the guard's backoff says when to try again
+        if not self.guard.ready():  # the store is away: the guard's backoff says when to try again
+            self.reachable, self.error = self.guard.reachable, self.guard.error
+            return TICK
         self._renew()
         if self.leading:
             with retrying_at_most(PATIENCE):
