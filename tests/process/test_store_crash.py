@@ -47,7 +47,18 @@ def crashable(kind: str, tmp_path: Path) -> Iterator[tuple[str, Callable[[], Non
         yield server.url + "?prefix=crash", lambda: server.stop(signal.SIGKILL), server.start
 
 
-def start_enqueuer(harness, url: str) -> tuple[subprocess.Popen, Path, Path]:
+@pytest.fixture
+def enqueuers() -> Iterator[list[subprocess.Popen]]:
+    """Enqueuing processes started by the test, killed at its end if they still run."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def start_enqueuer(harness, url: str, enqueuers: list) -> tuple[subprocess.Popen, Path, Path]:
     acked, stderr = harness.dir / "acked.txt", harness.dir / "enqueuer.stderr"
     with open(harness.dir / "enqueuer.stdout", "w") as out, open(stderr, "w") as err:
         proc = subprocess.Popen(
@@ -56,6 +67,7 @@ def start_enqueuer(harness, url: str) -> tuple[subprocess.Popen, Path, Path]:
             stdout=out,
             stderr=err,
         )
+    enqueuers.append(proc)
     return proc, acked, stderr
 
 
@@ -79,11 +91,13 @@ def overlapping_runs(marks: list[dict]) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["postgres", "redis-always", "redis-everysec"])
-def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(harness, tmp_path, kind):
+def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(
+    harness, tmp_path, kind, enqueuers
+):
     with crashable(kind, tmp_path) as (url, crash, restart):
         sup = harness.start("--workers", "2", env=harness.env(TINYJOBS_URL=url, TJ_LEASE=LEASE))
         workers = sorted(sup.wait_ready(2))
-        enqueuer, acked_path, stderr_path = start_enqueuer(harness, url)
+        enqueuer, acked_path, stderr_path = start_enqueuer(harness, url, enqueuers)
         wait_until(lambda: len(acked_ids(acked_path)) >= 200, timeout=30, what="200 acknowledged jobs")
 
         crash()
