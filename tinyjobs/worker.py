@@ -137,12 +137,14 @@ class Worker:
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
+        self.heartbeat.start(lambda: len(self.running))  # a thread: never delays a renewal
         self._log.info("worker.started", slots=self.slots, queues=self.queues)
         if self.reaper is not None:
             self._store_call("end_leases", self.reaper.end_dead_holders)
         try:
             self._loop()
         finally:
+            self.heartbeat.stop()
             self._threads.close()
             self._async.close()
             self._log.info("worker.stopped", reason=self.reason, jobs=self.finished)
@@ -168,9 +170,6 @@ class Worker:
             self._check_timeouts(now)
             if now >= self._next_renew:
                 self._renew()
-            # Before the claim: a process stopped (SIGSTOP, a debugger) right after it claimed
-            # is then not caught holding SQLite's write lock for a beat.
-            self.heartbeat.tick(len(self.running))  # writes every few seconds (heartbeat.py)
             if self.reason is None:
                 self._claim()
             self._duties()

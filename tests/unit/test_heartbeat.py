@@ -33,17 +33,18 @@ def test_a_running_worker_is_listed_with_its_queues_and_slots():
         app.close()
 
 
-def test_heartbeat_beats_when_due_with_the_busy_slots():
+def test_heartbeat_beats_with_the_busy_slots_until_stopped():
     store = MemoryStore()
-    times = iter([100.0, 101.0, 102.0, 103.0])
-    beat = Heartbeat(store, Holder.current(), ["default"], 8, lambda: next(times), None, every=3600)
-    beat.tick(2)
-    beat.tick(5)  # not due yet: nothing written
-    [seen] = store.workers(now=101.5)
-    assert (seen.busy, seen.started_at, seen.seen_at) == (2, 100.0, 101.0)
-    beat.every, beat._next = 0.0, 0.0
-    beat.tick(4)
-    assert store.workers(now=102.5)[0].busy == 4
+    busy = [2]
+    beat = Heartbeat(store, Holder.current(), ["default"], 8, lambda: None, None, every=0.01)
+    beat.start(lambda: busy[0])
+    try:
+        wait_until(lambda: [w.busy for w in store.workers()] == [2])
+        busy[0] = 5
+        wait_until(lambda: [w.busy for w in store.workers()] == [5])
+    finally:
+        beat.stop()
+    assert not beat._thread.is_alive()
 
 
 def test_a_failing_heartbeat_is_logged_and_never_raises():
