@@ -36,6 +36,8 @@ for module_name, attr in (
     ("verify", "verify"),
     ("cron", "cron"),
     ("migrate", "migrate"),
+    ("dashboard", "dashboard"),
+    ("dashboard", "metrics"),
 ):
     try:
         module = importlib.import_module(f"{__name__}.{module_name}")
