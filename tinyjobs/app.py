@@ -261,6 +261,20 @@ class App:
         """Run a failed or cancelled job again, with a fresh budget of attempts."""
         return self.store.retry(job_id, self.now())
 
+    def delete(self, job_id: str) -> bool:
+        """Remove a job in any state with its executions and steps; jobs waiting on it are
+        cancelled on record. False for an unknown id."""
+        return self.store.delete(job_id, self.now())
+
+    def pause(self, queue: str) -> None:
+        """Pause a queue (LIM-04): from now on no worker on any host claims its jobs; running
+        ones finish. Stored, so it lasts until `resume`."""
+        self.store.pause(queue)
+
+    def resume(self, queue: str) -> None:
+        """Make a paused queue's jobs claimable again at once."""
+        self.store.resume(queue)
+
     def jobs(self, state: str | None = None, queue: str | None = None, limit: int = 100) -> list[Job]:
         return self.store.jobs(state=state, queue=queue, limit=limit, now=self.now())
 

@@ -138,3 +138,18 @@ def test_a_task_registered_after_an_enqueue_gets_its_own_settings(app):
     assert (after.queue, after.max_attempts) == ("mail", 7)
     with pytest.raises(UnknownTask):
         app.enqueue("nobody")
+
+
+def test_pause_resume_and_delete_go_through_the_app(app):
+    @app.task(queue="mail")
+    def send(run, to):
+        return to
+
+    job = send.enqueue(to="ann")
+    app.pause("mail")
+    assert app.store.paused() == {"mail"} and app.drain() == 0
+    app.resume("mail")
+    assert app.drain() == 1 and app.get(job.id).state == "done"
+    other = send.enqueue(to="bob")
+    assert app.delete(other.id) is True and app.get(other.id) is None
+    assert app.delete(other.id) is False

@@ -105,6 +105,60 @@ class Settlement:
 
 LeaseStatus = Literal["ok", "lost", "cancel"]
 
+BROWSE_MAX = 500  # the most jobs one browse page may ask for
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """Which jobs `browse` lists; every field given must match (None matches all).
+
+    `state` is a reported state (job.STATES: scheduled and waiting are split by due time);
+    `text` matches a job whose id starts with it, or whose arguments (JSON text) or error
+    contain it, case-sensitively."""
+
+    state: str | None = None
+    queue: str | None = None
+    task: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """One queue at a glance: reported state -> number of jobs (states with none left out),
+    the due time of its oldest waiting (due) job, and whether it is paused (LIM-04)."""
+
+    name: str
+    counts: dict[str, int]
+    oldest_due_at: float | None
+    paused: bool
+
+
+@dataclass(frozen=True)
+class ExecutionStats:
+    """Finished executions still on record of one (queue, outcome): how many, the sum of their
+    durations in seconds, and cumulative counts per upper bound (`le`) of the bounds asked."""
+
+    queue: str
+    outcome: str
+    count: int
+    seconds: float
+    buckets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WorkerBeat:
+    """A worker process's heartbeat: where it runs, what it takes, how busy it is.
+    `seen_at` is set by the store on `beat`, `lost` by `workers`."""
+
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    slots: int
+    busy: int
+    started_at: float
+    seen_at: float = 0.0
+    lost: bool = False
+
 
 @runtime_checkable
 class Store(Protocol):
@@ -253,6 +307,74 @@ class Store(Protocol):
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
         """Block until jobs of `queues` may have changed or `timeout` seconds passed; True when
         woken by a change. Cheap when idle; spurious wake-ups are allowed."""
+        ...
+
+    # -- the dashboard's and metrics' operations (docs/store-contract.md) ---------------------
+
+    def browse(
+        self,
+        filter: JobFilter,
+        cursor: str | None = None,
+        limit: int = 50,
+        now: float | None = None,
+    ) -> tuple[list[Job], str | None]:
+        """One page of the jobs that match `filter`, newest first by (created_at, id), and the
+        cursor of the next page (None on the last). The cursor is opaque text naming the last
+        row's (created_at, id), so paging stays correct while jobs change state or new ones
+        arrive. `limit` is 1..BROWSE_MAX; a bad state, limit or cursor raises ConfigError."""
+        ...
+
+    def dependents(self, job_id: str, limit: int = 100) -> list[Job]:
+        """Jobs enqueued `after` this one (still on record), in enqueue order."""
+        ...
+
+    def steps(self, job_id: str) -> dict[str, str]:
+        """The job's kept step values, name -> JSON text ({} for an unknown job)."""
+        ...
+
+    def queue_stats(self, now: float | None = None) -> list[QueueStats]:
+        """Every queue that has jobs or is paused, by name."""
+        ...
+
+    def finished_series(
+        self, since: float, step: float = 60.0, now: float | None = None
+    ) -> list[tuple[float, str, int]]:
+        """Executions that ended in [since, now], counted per (bucket start, outcome), buckets of
+        `step` seconds from `since`; only non-empty buckets, oldest first."""
+        ...
+
+    def execution_stats(self, bounds: Sequence[float], now: float | None = None) -> list[ExecutionStats]:
+        """Per (queue, outcome), the ended executions still on record: count, total seconds, and
+        cumulative counts per bound in `bounds` (ascending seconds)."""
+        ...
+
+    def pause(self, queue: str) -> None:
+        """LIM-04: from the moment this returns, no claim of any process takes a job of `queue`;
+        running jobs finish. Stored: it survives restarts. Pausing twice is the same as once."""
+        ...
+
+    def resume(self, queue: str) -> None:
+        """Make a paused queue's jobs claimable at once (and wake waiting workers)."""
+        ...
+
+    def paused(self) -> set[str]:
+        """The names of the paused queues."""
+        ...
+
+    def delete(self, job_id: str, now: float | None = None) -> bool:
+        """Remove the job with its executions and steps, in any state. A running job's lease
+        ends with it, so its late settlement, renewal or step write changes nothing; blocked
+        jobs that run after it (unless it was done) are cancelled on record (DEP-01). False
+        for an unknown id."""
+        ...
+
+    def beat(self, worker: WorkerBeat, now: float | None = None) -> None:
+        """Record a worker process's heartbeat (keyed by host and pid), seen at `now`."""
+        ...
+
+    def workers(self, within: float = 15.0, now: float | None = None) -> list[WorkerBeat]:
+        """Workers seen within `within` seconds, and those seen within 10 x `within` with
+        `lost` True, by (host, pid); older entries are dropped."""
         ...
 
     def close(self) -> None:

@@ -33,7 +33,7 @@ from tinyjobs.job import (
 )
 from tinyjobs.urls import mask
 
-from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, WorkerBeat, settle_then_claim
 from .rows import (
     CANCELLED_WHILE_RUNNING,
     PENDING,
@@ -46,6 +46,7 @@ from .rows import (
     ahead,
     dependency_error,
 )
+from .views import MemoryViews
 
 URL = "memory://"
 
@@ -58,7 +59,7 @@ def open(url: str, **options: Any) -> MemoryStore:  # noqa: A001  (the name ever
     return MemoryStore()
 
 
-class MemoryStore:
+class MemoryStore(MemoryViews):
     """A Store in this process. Thread-safe; each operation is atomic under one lock."""
 
     capabilities: frozenset[str] = frozenset()
@@ -77,6 +78,8 @@ class MemoryStore:
         self._starts: dict[Scope, deque[float]] = {}
         self._cron: dict[str, float] = {}
         self._leaders: dict[str, tuple[str, float]] = {}
+        self._paused: set[str] = set()  # LIM-04: queues no claim takes from
+        self._beats: dict[tuple[str, int], WorkerBeat] = {}  # (host, pid) -> last heartbeat
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -168,7 +171,9 @@ class MemoryStore:
         with self._write():
             t = self._at(now)  # read under the lock: a claim that waited must not judge rates by an old now
             due = [r for r in self._rows.values() if r.state == PENDING and r.due <= t]
-            due = sorted((r for r in due if r.queue in queues), key=Row.order_key)
+            # A paused queue's jobs are not taken (LIM-04), checked under the claim's lock.
+            due = [r for r in due if r.queue in queues and r.queue not in self._paused]
+            due = sorted(due, key=Row.order_key)
             limits = Limits(self._rows.values(), self._starts, t)
             claimed: list[Claimed] = []
             for row in due:

@@ -1,0 +1,144 @@
+"""queue_stats, finished_series, execution_stats, delete and worker heartbeats, on every store."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import T0, add, claim, claim_one, holder, new, queues, settle, state
+
+from tinyjobs.errors import ConfigError
+from tinyjobs.stores.base import WorkerBeat
+
+
+def test_queue_stats_counts_reported_states_and_the_oldest_due_job(store):
+    add(store, "w1", now=T0)
+    add(store, "w2", now=T0 + 5)
+    add(store, "s1", delay=100, now=T0)
+    add(store, "r1", "d1", queue="mail", now=T0)
+    running = claim(store, 2, now=T0 + 1, on=queues("mail"))
+    settle(store, running[1], "done", now=T0 + 2)
+    stats = {s.name: s for s in store.queue_stats(now=T0 + 10)}
+    assert sorted(stats) == ["default", "mail"]
+    assert stats["default"].counts == {"waiting": 2, "scheduled": 1}
+    assert stats["default"].oldest_due_at == T0 and stats["default"].paused is False
+    assert stats["mail"].counts == {"running": 1, "done": 1}
+    assert stats["mail"].oldest_due_at is None
+    # Once the scheduled job is due it counts as waiting.
+    later = {s.name: s for s in store.queue_stats(now=T0 + 200)}
+    assert later["default"].counts == {"waiting": 3}
+
+
+def test_queue_stats_lists_a_paused_queue_without_jobs(store):
+    store.pause("idle")
+    assert [(s.name, s.counts, s.paused) for s in store.queue_stats(now=T0)] == [("idle", {}, True)]
+
+
+def _run(store, job_id: str, start: float, end: float, outcome: str, q: str = "default") -> None:
+    add(store, job_id, queue=q, now=start)
+    claimed = claim_one(store, now=start, on=queues(q))
+    assert claimed.job.id == job_id
+    fields = {"error": "no"} if outcome in ("fail", "retry") else {}
+    assert settle(store, claimed, outcome, now=end, **fields)
+
+
+def test_finished_series_counts_ended_executions_per_bucket_and_outcome(store):
+    _run(store, "a", T0, T0 + 10, "done")
+    _run(store, "b", T0 + 20, T0 + 30, "done")
+    _run(store, "c", T0 + 30, T0 + 70, "fail")
+    _run(store, "d", T0 + 70, T0 + 130, "done")
+    _run(store, "old", T0 - 100, T0 - 50, "done")  # before `since`: left out
+    series = store.finished_series(T0, 60, now=T0 + 130)
+    assert series == [(T0, "done", 2), (T0 + 60, "failed", 1), (T0 + 120, "done", 1)]
+    assert store.finished_series(T0, 60, now=T0 + 100) == series[:2]  # after `now`: left out
+    with pytest.raises(ConfigError, match="step"):
+        store.finished_series(T0, 0, now=T0)
+
+
+def test_execution_stats_counts_durations_per_queue_and_outcome(store):
+    _run(store, "a", T0, T0 + 0.5, "done")
+    _run(store, "b", T0, T0 + 3, "done")
+    _run(store, "c", T0, T0 + 20, "done")
+    _run(store, "m", T0, T0 + 2, "retry", q="mail")
+    stats = {(s.queue, s.outcome): s for s in store.execution_stats([1, 5, 60], now=T0 + 30)}
+    assert sorted(stats) == [("default", "done"), ("mail", "error")]
+    done = stats[("default", "done")]
+    assert done.count == 3 and done.seconds == pytest.approx(23.5) and done.buckets == (1, 2, 3)
+    assert stats[("mail", "error")].buckets == (0, 1, 1)
+    # A running attempt has not finished: it is not counted.
+    add(store, "r", now=T0)
+    claim_one(store, now=T0 + 1)
+    assert {(s.queue, s.outcome) for s in store.execution_stats([1], now=T0 + 30)} == set(stats)
+
+
+def test_delete_removes_a_waiting_job_its_steps_and_executions(store):
+    add(store, "a", now=T0)
+    claimed = claim_one(store, now=T0)
+    store.save_step(claimed.token, "s", "1", now=T0)
+    settle(store, claimed, "retry", error="again", delay=0, now=T0 + 1)
+    assert store.delete("a", now=T0 + 2) is True
+    assert store.get("a", now=T0 + 2) is None and store.steps("a") == {}
+    assert store.execution_stats([1], now=T0 + 2) == []
+    assert store.claim(queues(), holder(), 10, now=T0 + 3) == []
+    assert store.delete("a", now=T0 + 3) is False
+    # The id can be used again, and the new job has no past.
+    [again] = add(store, "a", now=T0 + 4)
+    assert again.created and store.get("a", now=T0 + 4, executions=True).executions == []
+
+
+@pytest.mark.parametrize("final", ["done", "fail"])
+def test_delete_removes_a_final_job(store, final):
+    _run(store, "a", T0, T0 + 1, final)
+    assert store.delete("a", now=T0 + 2) and store.get("a", now=T0 + 2) is None
+
+
+def test_delete_of_a_running_job_ends_its_lease(store):
+    add(store, "a", now=T0)
+    claimed = claim_one(store, now=T0)
+    assert store.delete("a", now=T0 + 1)
+    assert store.renew([claimed.token], now=T0 + 2) == {claimed.token: "lost"}
+    assert store.save_step(claimed.token, "s", "1", now=T0 + 2) is False
+    assert settle(store, claimed, "done", now=T0 + 3) is False
+    assert store.get("a", now=T0 + 3) is None and store.reap(now=T0 + 100) == 0
+
+
+def test_delete_cancels_blocked_dependents_on_record_with_the_reason(store):
+    add(store, "p", now=T0)
+    store.enqueue([new("c", after=("p",))], now=T0)
+    store.enqueue([new("g", after=("c",))], now=T0)
+    assert store.delete("p", now=T0 + 1)
+    child = store.get("c", now=T0 + 1)
+    assert child.state == "cancelled" and "p" in child.error and "deleted" in child.error
+    assert state(store, "g", now=T0 + 1) == "cancelled"
+
+
+def test_delete_of_a_done_job_leaves_its_dependents_free(store):
+    _run(store, "p", T0, T0 + 1, "done")
+    store.enqueue([new("c", after=("p",))], now=T0 + 2)
+    assert state(store, "c", now=T0 + 2) == "waiting"
+    assert store.delete("p", now=T0 + 3)
+    assert state(store, "c", now=T0 + 3) == "waiting"
+
+
+def _beat(pid: int, busy: int = 0, host: str = "web-1") -> WorkerBeat:
+    return WorkerBeat(host=host, pid=pid, queues=("default", "mail"), slots=8, busy=busy, started_at=T0 - 60)
+
+
+def test_workers_lists_live_then_lost_then_drops_silent_ones(store):
+    store.beat(_beat(10, busy=3), now=T0)
+    store.beat(_beat(11, host="web-0"), now=T0 + 20)
+    live = store.workers(within=15, now=T0 + 10)
+    assert [(w.host, w.pid, w.lost) for w in live] == [("web-0", 11, False), ("web-1", 10, False)]
+    assert live[1] == WorkerBeat("web-1", 10, ("default", "mail"), 8, 3, T0 - 60, seen_at=T0)
+    assert [(w.pid, w.lost) for w in store.workers(within=15, now=T0 + 30)] == [(11, False), (10, True)]
+    assert [(w.pid, w.lost) for w in store.workers(within=15, now=T0 + 151)] == [(11, True)]
+    store.beat(_beat(10, busy=1), now=T0 + 160)  # a dropped worker that beats again is back
+    assert [(w.pid, w.busy, w.lost) for w in store.workers(within=15, now=T0 + 160)] == [
+        (11, 0, True),
+        (10, 1, False),
+    ]
+
+
+def test_beat_replaces_the_workers_last_beat(store):
+    store.beat(_beat(10, busy=1), now=T0)
+    store.beat(_beat(10, busy=5), now=T0 + 3)
+    [worker] = store.workers(within=15, now=T0 + 4)
+    assert worker.busy == 5 and worker.seen_at == T0 + 3 and worker.started_at == T0 - 60
