@@ -14,7 +14,9 @@ from .common import EXIT_USAGE, handle_errors, load_app, resolve_url
 @click.command()
 @click.option("--app", "app_spec", metavar="MODULE:ATTR", help="The app: its queues' limits, cron schedules.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8181, show_default=True, help="0: any free port.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8181, show_default=True, help="0: any free port."
+)
 @click.option("--read-only", is_flag=True, help="Show everything, change nothing (every POST is refused).")
 @click.option("--prefix", default="", metavar="/PATH", help="Serve under this path (behind a reverse proxy).")
 @click.option("--no-auth", is_flag=True, help="Allow a non-loopback --host without authentication.")
@@ -46,7 +48,9 @@ def dashboard(ctx, app_spec, host, port, read_only, prefix, no_auth) -> None:
         from ..dashboard import make_app
         from ..dashboard.serve import serve
     except ModuleNotFoundError as err:
-        _usage(f"the dashboard needs its optional extra: pip install 'tinyjobs[dashboard]' ({err.name} missing)")
+        _usage(
+            f"the dashboard needs its optional extra: pip install 'tinyjobs[dashboard]' ({err.name} missing)"
+        )
     app = load_app(app_spec, resolve_url(ctx))
     wsgi_app = make_app(app, read_only=read_only, auth=auth, prefix=prefix)
     if auth is not None and not is_loopback(host):

@@ -55,5 +55,14 @@ def build(series: dict[str, Any]) -> Chart:
             height = HEIGHT * count / peak
             y -= height
             title = f"{start}: {count} {outcome}"
-            bars.append(Bar(round(i * slot, 2), round(y, 2), round(max(1.0, slot - 1), 2), round(height, 2), outcome, title))
+            bars.append(
+                Bar(
+                    round(i * slot, 2),
+                    round(y, 2),
+                    round(max(1.0, slot - 1), 2),
+                    round(height, 2),
+                    outcome,
+                    title,
+                )
+            )
     return Chart(bars, peak, total)

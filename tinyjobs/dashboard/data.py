@@ -65,7 +65,9 @@ class Source:
         waits_on = []
         for dep_id in job.after:
             dep = self.app.get(dep_id, executions=False)
-            waits_on.append({"id": dep_id, "task": dep.task if dep else None, "state": dep.state if dep else None})
+            waits_on.append(
+                {"id": dep_id, "task": dep.task if dep else None, "state": dep.state if dep else None}
+            )
         data["waits_on"] = waits_on
         data["dependents"] = [
             {"id": d.id, "task": d.task, "state": d.state} for d in self.store.dependents(job_id)
@@ -120,7 +122,9 @@ class Source:
         return {
             "step_seconds": step,
             "since": _iso(since),
-            "buckets": [{"start": _iso(start), "counts": counts} for start, counts in sorted(buckets.items())],
+            "buckets": [
+                {"start": _iso(start), "counts": counts} for start, counts in sorted(buckets.items())
+            ],
         }
 
     def stats(self) -> dict[str, Any]:

@@ -82,7 +82,9 @@ class Request:
     def origin(self) -> str:
         """This dashboard's own origin, as the browser sees it."""
         scheme = self.environ.get("wsgi.url_scheme", "http")
-        host = self.header("Host") or f"{self.environ.get('SERVER_NAME', '')}:{self.environ.get('SERVER_PORT')}"
+        host = (
+            self.header("Host") or f"{self.environ.get('SERVER_NAME', '')}:{self.environ.get('SERVER_PORT')}"
+        )
         return f"{scheme}://{host}"
 
 

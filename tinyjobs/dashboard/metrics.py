@@ -51,17 +51,6 @@ def render(store: Any, app_queues: Sequence[str] = (), now: float | None = None)
     for name in queues:
         out.sample("tinyjobs_queue_paused", {"queue": name}, int(name in stats and stats[name].paused))
 
-    past = getattr(store, "running_past_lease", None)
-    if past is not None:
-        out.family(
-            "tinyjobs_jobs_running_past_lease",
-            "gauge",
-            "Running jobs whose lease ran out and that the reaper has not yet returned.",
-        )
-        expired = past(now=now)
-        for name in queues:
-            out.sample("tinyjobs_jobs_running_past_lease", {"queue": name}, expired.get(name, 0))
-
     executions = store.execution_stats(DURATION_BUCKETS, now=now)
     out.family(
         "tinyjobs_executions_finished_total",
@@ -86,7 +75,9 @@ def render(store: Any, app_queues: Sequence[str] = (), now: float | None = None)
         count, seconds, buckets = per_queue[name]
         for bound, cumulative in zip(DURATION_BUCKETS, buckets, strict=True):
             out.sample(
-                "tinyjobs_execution_duration_seconds_bucket", {"queue": name, "le": _number(bound)}, cumulative
+                "tinyjobs_execution_duration_seconds_bucket",
+                {"queue": name, "le": _number(bound)},
+                cumulative,
             )
         out.sample("tinyjobs_execution_duration_seconds_bucket", {"queue": name, "le": "+Inf"}, count)
         out.sample("tinyjobs_execution_duration_seconds_sum", {"queue": name}, seconds)

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..job import STATES
 from ..stores.base import JobFilter
-from . import chart, metrics as prometheus
+from . import chart
+from . import metrics as prometheus
 from .data import MAX_PAGE_SIZE, PAGE_SIZE
 from .http import Request, Response, html, json_response, text
 
