@@ -7,7 +7,7 @@ page it came from; a client that asks for JSON gets JSON."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlencode
+from urllib.parse import urlencode
 
 from ..job import STATES
 from ..stores.base import JobFilter
@@ -40,7 +40,6 @@ def _back(request: Request, fallback: str, **notice: Any) -> Response:
 
 
 def job_action(dash: Dashboard, request: Request, job_id: str, action: str) -> Response:
-    job_id = unquote(job_id)
     changed = _apply(dash, action, job_id)
     if request.wants_json:
         return json_response({"ok": changed, "action": action, "id": job_id}, 200 if changed else 409)
@@ -49,7 +48,6 @@ def job_action(dash: Dashboard, request: Request, job_id: str, action: str) -> R
 
 
 def queue_action(dash: Dashboard, request: Request, queue: str, action: str) -> Response:
-    queue = unquote(queue)
     if action == "pause":
         dash.app.pause(queue)
     else:

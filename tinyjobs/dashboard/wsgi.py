@@ -126,8 +126,10 @@ class Dashboard:
         return html(self.render(request, "error.html", message=message, status=status), status)
 
     def render(self, request: Request, template: str, **context: Any) -> str:
+        values: dict[str, Any] = {"nav": "", "notice": None}
+        values.update(context)
         return self.renderer.render(
-            template, base=request.base, read_only=self.read_only, request=request, **context
+            template, base=request.base, read_only=self.read_only, request=request, **values
         )
 
     def _static(self, name: str) -> Response:
