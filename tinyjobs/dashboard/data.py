@@ -30,7 +30,7 @@ class Source:
 
     def __init__(self, app: App, redact: Redact | None = None) -> None:
         self.app = app
-        self.redact = redact or getattr(app, "redact_args", None)
+        self._redact = redact
 
     @property
     def store(self) -> Any:
@@ -45,8 +45,9 @@ class Source:
 
     def job_dict(self, job: Job) -> dict[str, Any]:
         data = job.to_dict()
-        if self.redact is not None:
-            data["args"] = self.redact(job.task, dict(job.args))
+        redact = self._redact or getattr(self.app, "redact_args", None)  # read now: set any time
+        if redact is not None:
+            data["args"] = redact(job.task, dict(job.args))
         return data
 
     def browse(
