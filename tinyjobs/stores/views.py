@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ..errors import ConfigError
 from ..job import SCHEDULED, STATES, WAITING
-from .base import BROWSE_MAX, JobFilter, WorkerBeat
+from .base import BROWSE_MAX, ExecutionStats, JobFilter, WorkerBeat
 
 LOST_FACTOR = 10  # a worker silent for more than `within` is lost; past this many times, dropped
 
@@ -103,3 +103,21 @@ def liveness(beat: WorkerBeat, within: float, now: float) -> WorkerBeat | None:
 def check_queue(queue: str) -> None:
     if not isinstance(queue, str) or not queue:
         raise ConfigError(f"queue name {queue!r} must be a non-empty string")
+
+
+def gather_stats(rows: Sequence[Sequence], nbounds: int) -> list[ExecutionStats]:
+    """ExecutionStats from rows of (queue, outcome, bucket index, count, seconds), where the
+    index is that of the first bound the duration fits under (nbounds when none)."""
+    found: dict[tuple[str, str], tuple[int, float, list[int]]] = {}
+    for queue, outcome, le, number, seconds in rows:
+        count, total, per = found.get((queue, outcome), (0, 0.0, [0] * (nbounds + 1)))
+        per[int(le)] += int(number)
+        found[(queue, outcome)] = (count + int(number), total + float(seconds or 0.0), per)
+    out = []
+    for (queue, outcome), (count, total, per) in sorted(found.items()):
+        running, cumulative = 0, []
+        for n in per[:nbounds]:
+            running += n
+            cumulative.append(running)
+        out.append(ExecutionStats(queue, outcome, count, total, tuple(cumulative)))
+    return out

@@ -9,6 +9,7 @@ from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
 from .rows import Q, as_json, to_job
+from .views import paused_queues
 
 
 def claim_jobs(
@@ -21,7 +22,10 @@ def claim_jobs(
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
     `queues`, each queue within its limits, and lease them."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
+    paused = paused_queues(conn)  # LIM-04: read in this transaction, serialised with pause()
     for policy in queues.values():
+        if policy.name in paused:
+            continue
         room = _queue_room(conn, policy, limit, now)
         if room > 0:
             picks.extend(_pick(conn, policy, room, now))

@@ -64,7 +64,7 @@ def _enqueue_one(cur: sqlite3.Cursor, job: NewJob, now: float) -> Job:
     due = due_of(job, now)
     cur.execute(Q["insert_job"], new_job_row(job, due, now, state, error))
     seq = cur.lastrowid
-    if state == "blocked":
+    if parents:  # kept whatever the state, so that `dependents` lists the job
         cur.executemany(Q["insert_dep"], [(parent, seq) for parent in parents])
     if state == "pending":
         return new_job_snapshot(job, due, now)

@@ -223,3 +223,81 @@ WHERE state = 'blocked'
       SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
       WHERE d.child_seq = jobs.seq AND p.state != 'done'
   )
+
+-- The dashboard's and metrics' statements (issue 16; see views.py).
+
+-- name: paused_queues
+SELECT queue FROM paused ORDER BY queue
+
+-- name: pause
+INSERT OR IGNORE INTO paused (queue) VALUES (?)
+
+-- name: resume
+DELETE FROM paused WHERE queue = ?
+
+-- name: browse
+-- views.py fills the WHERE placeholder from the fixed conditions below, so that the planner
+-- walks the index that matches the filters given (jobs_browse, _state or _queue).
+SELECT * FROM jobs WHERE {where} ORDER BY created_at DESC, id DESC LIMIT :limit
+
+-- name: browse_after
+(created_at, id) < (:after_at, :after_id)
+
+-- name: browse_state
+state = :stored
+
+-- name: browse_split
+(CASE WHEN :split = 'scheduled' THEN due > :now ELSE due <= :now END)
+
+-- name: browse_queue
+queue = :queue
+
+-- name: browse_task
+task = :task
+
+-- name: browse_text
+(substr(id, 1, length(:text)) = :text OR instr(payload, :text) > 0
+ OR (error IS NOT NULL AND instr(error, :text) > 0))
+
+-- name: dependents
+SELECT j.* FROM deps d JOIN jobs j ON j.seq = d.child_seq
+WHERE d.parent_seq = (SELECT seq FROM jobs WHERE id = :id)
+ORDER BY j.seq LIMIT :limit
+
+-- name: steps_by_id
+SELECT s.name, s.value FROM steps s JOIN jobs j ON j.seq = s.job_seq WHERE j.id = ?
+
+-- name: oldest_due
+-- Walks the pending rows of jobs_claim (10^5 waiting jobs: a few milliseconds).
+SELECT queue, min(due) FROM jobs INDEXED BY jobs_claim
+WHERE state = 'pending' AND due <= :now GROUP BY queue
+
+-- name: finished_series
+SELECT :since + CAST((ended_at - :since) / :step AS INTEGER) * :step AS bucket, outcome, count(*)
+FROM executions
+WHERE ended_at >= :since AND ended_at <= :now
+GROUP BY bucket, outcome
+ORDER BY bucket, outcome
+
+-- name: execution_stats
+-- One pass over the ended executions; `le` is the index of the first bound a duration fits
+-- under (the number of bounds when none), cumulated per bound in Python.
+SELECT queue, outcome, le, count(*), sum(seconds) FROM (
+    SELECT queue, outcome, max(ended_at - started_at, 0) AS seconds,
+           (SELECT count(*) FROM json_each(:bounds) b WHERE b.value < max(ended_at - started_at, 0)) AS le
+    FROM executions WHERE ended_at IS NOT NULL
+)
+GROUP BY queue, outcome, le
+
+-- name: beat
+INSERT INTO workers (host, pid, queues, slots, busy, started_at, seen_at)
+VALUES (:host, :pid, :queues, :slots, :busy, :started_at, :now)
+ON CONFLICT (host, pid) DO UPDATE SET
+    queues = excluded.queues, slots = excluded.slots, busy = excluded.busy,
+    started_at = excluded.started_at, seen_at = excluded.seen_at
+
+-- name: workers
+SELECT host, pid, queues, slots, busy, started_at, seen_at FROM workers ORDER BY host, pid
+
+-- name: drop_workers
+DELETE FROM workers WHERE seen_at < :before

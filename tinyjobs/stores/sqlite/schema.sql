@@ -94,3 +94,28 @@ CREATE TABLE leaders (
     holder TEXT NOT NULL,
     expires REAL NOT NULL
 ) WITHOUT ROWID;
+
+-- migration: 2
+-- The dashboard and metrics (issue 16): paused queues (LIM-04), worker heartbeats, and the
+-- indexes that browse and the finished-jobs series walk. browse pages newest first by
+-- (created_at, id), alone or within one state or one queue; created_at and queue never change,
+-- so only jobs_browse_state is rewritten on a state change.
+CREATE TABLE paused (
+    queue TEXT PRIMARY KEY
+) WITHOUT ROWID;
+
+CREATE TABLE workers (
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    queues TEXT NOT NULL,            -- JSON list
+    slots INTEGER NOT NULL,
+    busy INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    seen_at REAL NOT NULL,
+    PRIMARY KEY (host, pid)
+) WITHOUT ROWID;
+
+CREATE INDEX jobs_browse ON jobs (created_at, id);
+CREATE INDEX jobs_browse_state ON jobs (state, created_at, id);
+CREATE INDEX jobs_browse_queue ON jobs (queue, created_at, id);
+CREATE INDEX executions_ended ON executions (ended_at, outcome) WHERE ended_at IS NOT NULL;

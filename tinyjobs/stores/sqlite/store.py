@@ -21,6 +21,7 @@ from .enqueue import enqueue_batch
 from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
 from .pool import Pool
 from .rows import Q, as_json, to_execution, to_job
+from .views import SQLiteViews
 
 # PRAGMA data_version costs microseconds, but waking a thread a thousand times a second does not:
 # poll every millisecond while jobs come and go, every 10 ms once the store was quiet a second.
@@ -35,7 +36,7 @@ _BEGIN = {
 }
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteViews):
     """Jobs in one SQLite file, shared by every process of this host that opens it.
 
     Each method is one transaction: writes take `BEGIN IMMEDIATE`, so they are serialised

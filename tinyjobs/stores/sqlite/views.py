@@ -1,0 +1,174 @@
+"""The SQLite store's dashboard operations: browse, stats, series, pause, delete, heartbeats.
+
+A mixin of SQLiteStore (it uses the store's `_read`, `_write` and `_now`). Cost at 10^6 jobs:
+browse walks one of the jobs_browse* indexes newest first and stops at the page (a text search
+or a filter no index serves reads rows until it fills the page); queue_stats counts every row
+(a covering scan); finished_series walks executions_ended over the window asked;
+execution_stats reads every ended execution. docs/store-contract.md states the contracts."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from tinyjobs.job import Job
+
+from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
+from ..views import (
+    LOST_FACTOR,
+    check_bounds,
+    check_browse,
+    check_queue,
+    check_series,
+    decode_cursor,
+    encode_cursor,
+    gather_stats,
+    liveness,
+    stored_state,
+)
+from .lifecycle import cancel_dependents, delete_jobs
+from .rows import Q, to_job
+
+if TYPE_CHECKING:
+
+    class _Base:
+        _read: Callable[[], AbstractContextManager[sqlite3.Connection]]
+        _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
+
+        def _now(self, now: float | None) -> float: ...
+else:
+    _Base = object
+
+
+def paused_queues(db: sqlite3.Connection) -> set[str]:
+    """The paused queues, read inside the caller's transaction (the claim's: LIM-04)."""
+    return {row[0] for row in db.execute(Q["paused_queues"])}
+
+
+class SQLiteViews(_Base):
+    """See the Store protocol and docs/store-contract.md for each operation's contract."""
+
+    def browse(
+        self,
+        filter: JobFilter,
+        cursor: str | None = None,
+        limit: int = 50,
+        now: float | None = None,
+    ) -> tuple[list[Job], str | None]:
+        check_browse(filter, limit)
+        at = self._now(now)
+        stored, split = stored_state(filter.state)
+        params: dict[str, object] = {"limit": limit + 1, "now": at, "stored": stored, "split": split}
+        where = ["1"]
+        if cursor:
+            params["after_at"], params["after_id"] = decode_cursor(cursor)
+            where.append(Q["browse_after"])
+        if stored is not None:
+            where.append(Q["browse_state"])
+        if split is not None:
+            where.append(Q["browse_split"])
+        for name in ("queue", "task", "text"):
+            value = getattr(filter, name)
+            if value is not None:
+                params[name] = value
+                where.append(Q[f"browse_{name}"])
+        sql = Q["browse"].replace("{where}", " AND ".join(where))
+        with self._read() as db:
+            rows = db.execute(sql, params).fetchall()
+        jobs = [to_job(row, at) for row in rows[:limit]]
+        if len(rows) <= limit:
+            return jobs, None
+        last = rows[limit - 1]
+        return jobs, encode_cursor(last["created_at"], last["id"])
+
+    def dependents(self, job_id: str, limit: int = 100) -> list[Job]:
+        at = self._now(None)
+        with self._read() as db:
+            rows = db.execute(Q["dependents"], {"id": job_id, "limit": limit}).fetchall()
+        return [to_job(row, at) for row in rows]
+
+    def steps(self, job_id: str) -> dict[str, str]:
+        with self._read() as db:
+            return dict(db.execute(Q["steps_by_id"], (job_id,)).fetchall())
+
+    def queue_stats(self, now: float | None = None) -> list[QueueStats]:
+        at = self._now(now)
+        counts: dict[str, dict[str, int]] = {}
+        with self._read() as db:
+            for queue, state, number in db.execute(Q["counts"], {"now": at}):
+                counts.setdefault(queue, {})[state] = number
+            oldest = dict(db.execute(Q["oldest_due"], {"now": at}).fetchall())
+            paused = paused_queues(db)
+        return [
+            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            for name in sorted(set(counts) | paused)
+        ]
+
+    def finished_series(
+        self, since: float, step: float = 60.0, now: float | None = None
+    ) -> list[tuple[float, str, int]]:
+        check_series(since, step)
+        params = {"since": since, "step": step, "now": self._now(now)}
+        with self._read() as db:
+            return [(float(b), o, n) for b, o, n in db.execute(Q["finished_series"], params)]
+
+    def execution_stats(self, bounds: Sequence[float], now: float | None = None) -> list[ExecutionStats]:
+        limits = check_bounds(bounds)
+        with self._read() as db:
+            rows = db.execute(Q["execution_stats"], {"bounds": json.dumps(limits)}).fetchall()
+        return gather_stats(rows, len(limits))
+
+    def pause(self, queue: str) -> None:
+        check_queue(queue)
+        with self._write() as db:  # BEGIN IMMEDIATE: serialised with every claim
+            db.execute(Q["pause"], (queue,))
+
+    def resume(self, queue: str) -> None:
+        check_queue(queue)
+        with self._write() as db:  # the commit changes data_version: waiting workers look again
+            db.execute(Q["resume"], (queue,))
+
+    def paused(self) -> set[str]:
+        with self._read() as db:
+            return paused_queues(db)
+
+    def delete(self, job_id: str, now: float | None = None) -> bool:
+        with self._write() as db:
+            at = self._now(now)
+            row = db.execute(Q["job_by_id"], (job_id,)).fetchone()
+            if row is None:
+                return False
+            if row["state"] != "done":
+                cancel_dependents(db, row["seq"], row["id"], "was deleted", at)
+            delete_jobs(db, [row["seq"]])  # its token goes with the row: the lease is over
+            return True
+
+    def beat(self, worker: WorkerBeat, now: float | None = None) -> None:
+        with self._write() as db:
+            params = {
+                "host": worker.host,
+                "pid": worker.pid,
+                "queues": json.dumps(list(worker.queues)),
+                "slots": worker.slots,
+                "busy": worker.busy,
+                "started_at": worker.started_at,
+                "now": self._now(now),
+            }
+            db.execute(Q["beat"], params)
+
+    def workers(self, within: float = 15.0, now: float | None = None) -> list[WorkerBeat]:
+        at = self._now(now)
+        with self._read() as db:
+            rows = db.execute(Q["workers"]).fetchall()
+        beats = [
+            WorkerBeat(host, pid, tuple(json.loads(queues)), slots, busy, started, seen)
+            for host, pid, queues, slots, busy, started, seen in rows
+        ]
+        shown = [b for b in (liveness(beat, within, at) for beat in beats) if b is not None]
+        if len(shown) < len(beats):  # a write only when there is something to drop
+            with self._write() as db:
+                db.execute(Q["drop_workers"], {"before": at - LOST_FACTOR * within})
+        return shown
