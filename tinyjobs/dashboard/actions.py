@@ -7,7 +7,7 @@ page it came from; a client that asks for JSON gets JSON."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from ..job import STATES
 from ..stores.base import JobFilter
@@ -43,8 +43,10 @@ def job_action(dash: Dashboard, request: Request, job_id: str, action: str) -> R
     changed = _apply(dash, action, job_id)
     if request.wants_json:
         return json_response({"ok": changed, "action": action, "id": job_id}, 200 if changed else 409)
-    fallback = "/jobs" if action == "delete" else f"/jobs/{job_id}"
-    return _back(request, fallback, done=action if changed else "none", n=int(changed))
+    notice = {"done": action if changed else "none", "n": int(changed)}
+    if dash.app.get(job_id, executions=False) is None:  # deleted, or cancelled while waiting
+        return redirect(f"{request.base}/jobs?{urlencode(notice)}")
+    return _back(request, f"/jobs/{quote(job_id, safe='')}", **notice)
 
 
 def queue_action(dash: Dashboard, request: Request, queue: str, action: str) -> Response:
