@@ -107,6 +107,9 @@ def start(
     before it; limited queues are counted first, which reads."""
     if limit <= 0 or not queues:
         return list
+    # LIM-04: shared pause locks first, in a statement of their own (see pause_lock), so that
+    # the claim statement's snapshot is taken after any pause in progress committed.
+    cur.execute(q["pause_lock"], {"schema": schema, "queues": sorted(queues)})
     lim = sorted(name for name, policy in queues.items() if limited(policy))
     ids: list[str] = []
     if lim:

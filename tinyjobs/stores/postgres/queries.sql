@@ -136,10 +136,12 @@ free AS (
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
     ) x
+    WHERE NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = q.name)  -- LIM-04
 ),
 picked AS (
     SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
     WHERE j.id = ANY(%(ids)b::text[]) AND j.state = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = j.queue)  -- LIM-04
     FOR UPDATE SKIP LOCKED
 ),
 cand AS (
@@ -465,3 +467,100 @@ WHERE state = 'running' AND left(holder, length(%(host)s) + 1) = %(host)s || '|'
 -- the notifications of every process on the database.
 SELECT set_config('synchronous_commit', 'off', true), pg_notify(%(channel)s, q)
 FROM unnest(%(queues)b::text[]) AS q
+
+-- The dashboard's and metrics' statements (issue 16; see views.py).
+
+-- name: pause_lock
+-- LIM-04: a claim takes this shared lock per queue it asks for, in a statement of its own
+-- before the claim statement, and `pause` the exclusive one before it writes: a claim in flight
+-- when pause starts commits before pause returns, and a later claim statement (a new snapshot
+-- under READ COMMITTED) sees the paused row.
+SELECT pg_advisory_xact_lock_shared(hashtextextended(%(schema)s || '/pause/' || q, 0))
+FROM unnest(%(queues)b::text[]) AS q ORDER BY q
+
+-- name: pause
+WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended(%(schema)s || '/pause/' || %(queue)s, 0)))
+INSERT INTO {paused} (queue) SELECT %(queue)s FROM l ON CONFLICT DO NOTHING
+
+-- name: resume
+WITH d AS (DELETE FROM {paused} WHERE queue = %(queue)s)
+SELECT pg_notify(%(channel)s, %(queue)s)
+
+-- name: paused_queues
+SELECT queue FROM {paused} ORDER BY queue
+
+-- name: browse
+-- views.py replaces the marker below with fixed conditions of the browse_* blocks, so that the
+-- planner walks the index that matches the filters given.
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT {cols}, t.now FROM {jobs}, t
+WHERE TRUE /*filters*/
+ORDER BY created_at DESC, id COLLATE "C" DESC
+LIMIT %(limit)s
+
+-- name: browse_after
+(created_at, id COLLATE "C") < (%(after_at)s::float8, %(after_id)s::text COLLATE "C")
+
+-- name: browse_state
+state = %(stored)s
+
+-- name: browse_split
+(CASE WHEN %(split)s = 'scheduled' THEN due > t.now ELSE due <= t.now END)
+
+-- name: browse_queue
+queue = %(queue)s
+
+-- name: browse_task
+task = %(task)s
+
+-- name: browse_text
+(starts_with(id, %(text)s) OR strpos(payload, %(text)s) > 0 OR strpos(error, %(text)s) > 0)
+
+-- name: dependents
+WITH t AS (SELECT extract(epoch FROM now())::float8 AS now)
+SELECT {cols}, t.now FROM {jobs}, t
+WHERE after_ids @> ARRAY[%(id)s::text] AND cardinality(after_ids) > 0
+ORDER BY seq LIMIT %(limit)s
+
+-- name: steps_by_id
+SELECT name, value FROM {steps} WHERE job_id = %(id)s
+
+-- name: oldest_due
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT queue, min(due) FROM {jobs}, t WHERE state = 'pending' AND due <= t.now GROUP BY queue
+
+-- name: finished_series
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT %(since)s::float8 + floor((ended_at - %(since)s::float8) / %(step)s::float8) * %(step)s::float8,
+    outcome, count(*)
+FROM {executions}, t
+WHERE ended_at >= %(since)s::float8 AND ended_at <= t.now
+GROUP BY 1, 2 ORDER BY 1, 2
+
+-- name: execution_stats
+-- `le`: the number of bounds under the duration (the index of the first bound it fits under),
+-- from width_bucket over the negated bounds, ascending (`negbounds`), since width_bucket counts
+-- the thresholds at or under its operand and a duration equal to a bound belongs to it.
+SELECT queue, outcome, %(n)s - width_bucket(-d, %(negbounds)b::float8[]) AS le, count(*), sum(d)
+FROM (SELECT queue, outcome, greatest(ended_at - started_at, 0) AS d
+      FROM {executions} WHERE ended_at IS NOT NULL) e
+GROUP BY 1, 2, 3
+
+-- name: beat
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+INSERT INTO {workers} (host, pid, queues, slots, busy, started_at, seen_at)
+SELECT %(host)s, %(pid)s, %(queues)s::text[], %(slots)s, %(busy)s, %(started_at)s, t.now FROM t
+ON CONFLICT (host, pid) DO UPDATE SET
+    queues = EXCLUDED.queues, slots = EXCLUDED.slots, busy = EXCLUDED.busy,
+    started_at = EXCLUDED.started_at, seen_at = EXCLUDED.seen_at
+
+-- name: workers
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT host, pid, queues, slots, busy, started_at, seen_at, t.now FROM {workers}, t
+ORDER BY host COLLATE "C", pid
+
+-- name: drop_workers
+DELETE FROM {workers} WHERE seen_at < %(before)s
+
+-- name: delete_job
+DELETE FROM {jobs} WHERE id = %(id)s RETURNING state

@@ -17,7 +17,7 @@ COLUMNS = (
     "created_at", "started_at", "finished_at", "error", "result", "key", "grp", "after_ids",
     "cancel_requested", "seq",
 )  # fmt: skip
-TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders")
+TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders", "paused", "workers")
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

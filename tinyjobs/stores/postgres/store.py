@@ -24,11 +24,12 @@ from .enqueue import existing, read_one, send_one
 from .listen import Listener
 from .rows import NCOLS, to_execution, to_job
 from .sqlfiles import queries
+from .views import PostgresViews
 
 T = TypeVar("T")
 
 
-class PostgresStore:
+class PostgresStore(PostgresViews):
     """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared."""
 
     capabilities = frozenset({"transactions", "notify", "shared"})

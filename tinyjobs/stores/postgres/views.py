@@ -1,0 +1,176 @@
+"""The PostgreSQL store's dashboard operations: browse, stats, series, pause, delete, heartbeats.
+
+A mixin of PostgresStore (it uses the store's `_run`, `_one`, `q`, `schema` and channel). Cost
+at 10^6 jobs: browse walks one of the jobs_browse* indexes newest first and stops at the page
+(a text search or a filter no index serves reads rows until it fills the page); queue_stats
+counts every row (one sequential scan); finished_series walks executions_ended over the window
+asked; execution_stats reads every ended execution. docs/store-contract.md has the contracts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from ...job import Job
+from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
+from ..views import (
+    LOST_FACTOR,
+    check_bounds,
+    check_browse,
+    check_queue,
+    check_series,
+    decode_cursor,
+    encode_cursor,
+    gather_stats,
+    liveness,
+    stored_state,
+)
+from . import settle
+from .rows import NCOLS, to_job
+
+if TYPE_CHECKING:
+
+    class _Base:
+        q: dict[str, str]
+        schema: str
+        _channel: str
+
+        def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any: ...
+        def _one(self, name: str, params: dict, write: bool = False) -> Any: ...
+else:
+    _Base = object
+
+_FILTERS = "/*filters*/"
+
+
+class PostgresViews(_Base):
+    """See the Store protocol and docs/store-contract.md for each operation's contract."""
+
+    def browse(
+        self,
+        filter: JobFilter,
+        cursor: str | None = None,
+        limit: int = 50,
+        now: float | None = None,
+    ) -> tuple[list[Job], str | None]:
+        check_browse(filter, limit)
+        stored, split = stored_state(filter.state)
+        params: dict[str, Any] = {"limit": limit + 1, "now": now, "stored": stored, "split": split}
+        where: list[str] = []
+        if cursor:
+            params["after_at"], params["after_id"] = decode_cursor(cursor)
+            where.append(self.q["browse_after"])
+        if stored is not None:
+            where.append(self.q["browse_state"])
+        if split is not None:
+            where.append(self.q["browse_split"])
+        for name in ("queue", "task", "text"):
+            value = getattr(filter, name)
+            if value is not None:
+                params[name] = value
+                where.append(self.q[f"browse_{name}"])
+        text = self.q["browse"].replace(_FILTERS, "".join(f" AND {w}" for w in where))
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> list:
+            cur.execute(text.encode(), params)
+            return cur.fetchall()
+
+        rows = self._run(op, write=False)
+        jobs = [to_job(row, row[NCOLS]) for row in rows[:limit]]
+        if len(rows) <= limit:
+            return jobs, None
+        last = jobs[-1]
+        return jobs, encode_cursor(last.created_at, last.id)
+
+    def dependents(self, job_id: str, limit: int = 100) -> list[Job]:
+        rows = self._one("dependents", {"id": job_id, "limit": limit})
+        return [to_job(row, row[NCOLS]) for row in rows]
+
+    def steps(self, job_id: str) -> dict[str, str]:
+        return dict(self._one("steps_by_id", {"id": job_id}))
+
+    def queue_stats(self, now: float | None = None) -> list[QueueStats]:
+        def op(cur: psycopg.Cursor, retrying: bool) -> tuple:
+            if now is None:  # one clock for both reads
+                cur.execute(self.q["clock"])
+                at = cur.fetchone()[0]
+            else:
+                at = now
+            cur.execute(self.q["counts"], {"now": at})
+            counts: dict[str, dict[str, int]] = {}
+            for queue, state, number in cur.fetchall():
+                counts.setdefault(queue, {})[state] = number
+            cur.execute(self.q["oldest_due"], {"now": at})
+            oldest = dict(cur.fetchall())
+            cur.execute(self.q["paused_queues"])
+            return counts, oldest, {row[0] for row in cur.fetchall()}
+
+        counts, oldest, paused = self._run(op, write=False)
+        return [
+            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            for name in sorted(set(counts) | paused)
+        ]
+
+    def finished_series(
+        self, since: float, step: float = 60.0, now: float | None = None
+    ) -> list[tuple[float, str, int]]:
+        check_series(since, step)
+        rows = self._one("finished_series", {"since": float(since), "step": float(step), "now": now})
+        return [(float(b), o, int(n)) for b, o, n in rows]
+
+    def execution_stats(self, bounds: Sequence[float], now: float | None = None) -> list[ExecutionStats]:
+        limits = check_bounds(bounds)
+        params = {"n": len(limits), "negbounds": [-b for b in reversed(limits)] or [0.0]}
+        rows = self._one("execution_stats", params)
+        if not limits:  # width_bucket needs a bound: with none asked, every duration is past all
+            rows = [(q, o, 0, n, s) for q, o, _, n, s in rows]
+        return gather_stats(rows, len(limits))
+
+    def pause(self, queue: str) -> None:
+        check_queue(queue)
+        self._one("pause", {"schema": self.schema, "queue": queue}, write=True)
+
+    def resume(self, queue: str) -> None:
+        check_queue(queue)
+        self._one("resume", {"queue": queue, "channel": self._channel}, write=True)
+
+    def paused(self) -> set[str]:
+        return {row[0] for row in self._one("paused_queues", {})}
+
+    def delete(self, job_id: str, now: float | None = None) -> bool:
+        def op(cur: psycopg.Cursor, retrying: bool) -> bool:
+            cur.execute(self.q["delete_job"], {"id": job_id})
+            row = cur.fetchone()
+            if row is None:
+                return False
+            cur.execute(self.q["forget"], {"ids": [job_id]})
+            if row[0] != "done":
+                settle.cascade(cur, self.q, now, [job_id], ["was deleted"])
+            return True
+
+        return self._run(op, idempotent=False)
+
+    def beat(self, worker: WorkerBeat, now: float | None = None) -> None:
+        params = {
+            "host": worker.host,
+            "pid": worker.pid,
+            "queues": list(worker.queues),
+            "slots": worker.slots,
+            "busy": worker.busy,
+            "started_at": float(worker.started_at),
+            "now": now,
+        }
+        self._one("beat", params, write=True)
+
+    def workers(self, within: float = 15.0, now: float | None = None) -> list[WorkerBeat]:
+        rows = self._one("workers", {"now": now})
+        if not rows:
+            return []
+        at = rows[0][-1]
+        beats = [WorkerBeat(h, p, tuple(q), s, b, st, seen) for h, p, q, s, b, st, seen, _ in rows]
+        shown = [b for b in (liveness(beat, within, at) for beat in beats) if b is not None]
+        if len(shown) < len(beats):  # a write only when there is something to drop
+            self._one("drop_workers", {"before": at - LOST_FACTOR * within}, write=True)
+        return shown
