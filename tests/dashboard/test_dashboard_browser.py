@@ -163,9 +163,10 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         browser.get(read_only.address + f"jobs/{failed[1]}")
         assert text(browser, "#read-only") == "read-only"
         assert browser.find_elements(By.CSS_SELECTOR, "form[method=post]") == []
+        retry = f"{read_only.address}jobs/{failed[1]}/retry"
         status = browser.execute_async_script(
             "const done = arguments[arguments.length - 1];"
-            f"fetch('{read_only.address}jobs/{failed[1]}/retry', {{method: 'POST'}}).then(r => done(r.status));"
+            f"fetch('{retry}', {{method: 'POST'}}).then(r => done(r.status));"
         )
         assert status == 403 and app.get(failed[1]).state == "failed"
         shots.take("read-only")
