@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import log
 from .execution import prepare, run_async, run_sync, timed_out
+from .heartbeat import Heartbeat
 from .holder import Holder
 from .log import get_logger, job_fields
 from .reaper import Reaper
@@ -97,6 +98,7 @@ class Worker:
         self._log = get_logger(pid=os.getpid())
         # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
         self.reaper = Reaper(app.store, app.now, self._log) if reaper else None
+        self.heartbeat = Heartbeat(app.store, self.holder, self.queues, slots, app.now, self._log)
         # Cron likewise: any number of schedulers may tick, the store fires each due time once.
         self.cron: CronScheduler | None = None
         if reaper and app.crons:
@@ -169,6 +171,7 @@ class Worker:
                 self._claim()
             if self.reaper is not None:
                 self.reaper.tick()
+            self.heartbeat.tick(len(self.running))  # writes every few seconds (heartbeat.py)
             if self.cron is not None:
                 self.cron.poll()
             if self.on_tick is not None:

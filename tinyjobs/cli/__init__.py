@@ -36,6 +36,9 @@ for module_name, attr in (
     ("verify", "verify"),
     ("cron", "cron"),
     ("migrate", "migrate"),
+    ("queues", "pause"),
+    ("queues", "resume"),
+    ("queues", "delete"),
     ("dashboard", "dashboard"),
     ("dashboard", "metrics"),
 ):

@@ -31,6 +31,15 @@
 --   P:keys                 hash    dedup key -> id of the live job holding it
 --   P:cron                 hash    schedule -> last fired due time
 --   P:lead                 hash    leadership name -> '<holder>\t<expires>'
+--   P:created              zset    every job id by created_at (browse: newest first, ties by id)
+--   P:kids:<id>            set     ids of every job enqueued after <id> (dependents)
+--   P:ended                zset    '<id>\t<n>\t<outcome>' by ended_at, one per ended execution (n: its
+--                                  end entry's place in P:exec:<id>), for finished_series
+--   P:dur:<queue>\t<outcome> zset  '<id>\t<n>' by duration in seconds, for execution_stats
+--   P:dursum               hash    '<queue>\t<outcome>' -> sum of those durations
+--   P:durkeys              set     the '<queue>\t<outcome>' pairs that have a P:dur zset
+--   P:paused               set     paused queues (LIM-04): claim.lua takes none of their jobs
+--   P:workers              hash    '<host>\t<pid>' -> JSON heartbeat {q, sl, b, sa, n seen_at}
 --
 -- Job hash fields: t task, q queue, p payload, pr priority, d due, s seq, st stored state
 -- (pending/blocked/running/done/failed/cancelled), a attempts, ma max_attempts, b attempt
@@ -236,6 +245,40 @@ finalize = function(id, j, state, err, now)
   end
 end
 
+-- The execution-stats entries of one ended execution (see close_exec).
+local function exec_stats(id, q, n, outcome, started, ended_at, sign)
+  local pair = q .. '\t' .. outcome
+  local d = math.max(ended_at - started, 0)
+  if sign > 0 then
+    redis.call('ZADD', P .. ':ended', ended_at, id .. '\t' .. n .. '\t' .. outcome)
+    redis.call('ZADD', P .. ':dur:' .. pair, d, id .. '\t' .. n)
+    redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(d))
+    redis.call('SADD', P .. ':durkeys', pair)
+  else
+    redis.call('ZREM', P .. ':ended', id .. '\t' .. n .. '\t' .. outcome)
+    redis.call('ZREM', P .. ':dur:' .. pair, id .. '\t' .. n)
+    if redis.call('EXISTS', P .. ':dur:' .. pair) == 0 then
+      redis.call('HDEL', P .. ':dursum', pair)
+      redis.call('SREM', P .. ':durkeys', pair)
+    else
+      redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(-d))
+    end
+  end
+end
+
+-- Take a job's ended executions out of the stats indexes (its executions are going).
+local function forget_executions(id, q)
+  local started = nil
+  for n, text in ipairs(redis.call('LRANGE', P .. ':exec:' .. id, 0, -1)) do
+    local e = cjson.decode(text)
+    if e.s then
+      started = tonumber(e.s)
+    elseif e.n and started then
+      exec_stats(id, q, n, e.o, started, tonumber(e.n), -1)
+    end
+  end
+end
+
 -- Remove a job that is not running, with its steps, executions and index entries.
 local function delete(id, j)
   if j.st == 'pending' then
@@ -247,9 +290,12 @@ local function delete(id, j)
   if j.af then
     for _, parent in ipairs(cjson.decode(j.af)) do
       redis.call('SREM', P .. ':deps:' .. parent, id)
+      redis.call('SREM', P .. ':kids:' .. parent, id)
     end
   end
-  redis.call('DEL', jk(id), P .. ':steps:' .. id, P .. ':exec:' .. id)
+  forget_executions(id, j.q)
+  redis.call('ZREM', P .. ':created', id)
+  redis.call('DEL', jk(id), P .. ':steps:' .. id, P .. ':exec:' .. id, P .. ':kids:' .. id)
 end
 
 -- Drop the live lease of a running job from every index (the shared ones at flush).
@@ -271,7 +317,10 @@ end
 
 -- An execution is a start entry {a, h, p, s} pushed by claim, then an end entry {n, o[, r]}.
 local function close_exec(id, now, outcome, err)
-  redis.call('RPUSH', P .. ':exec:' .. id, cjson.encode({n = num(now), o = outcome, r = err}))
+  local xk = P .. ':exec:' .. id
+  local start = cjson.decode(redis.call('LINDEX', xk, -1))
+  local n = redis.call('RPUSH', xk, cjson.encode({n = num(now), o = outcome, r = err}))
+  exec_stats(id, redis.call('HGET', jk(id), 'q'), n, outcome, tonumber(start.s), now, 1)
 end
 
 -- A lease that ended without settlement (reap: 'lease expired', end_leases: 'worker lost').
@@ -330,6 +379,12 @@ local function enqueue_one(a, now)
   if a[10] ~= '' then table.insert(f, 'af'); table.insert(f, a[10]) end
   redis.call('HSET', jk(id), unpack(f))
   redis.call('SADD', P .. ':queues', q)
+  later('ZADD', P .. ':created', now, id)
+  if a[10] ~= '' then
+    for _, parent in ipairs(cjson.decode(a[10])) do
+      redis.call('SADD', P .. ':kids:' .. parent, id)
+    end
+  end
   local unmet, why, blocker = parents_of((a[10] ~= '') and cjson.decode(a[10]) or {})
   if why then
     local err = 'cancelled: job ' .. blocker .. ' it runs after ' .. why

@@ -6,7 +6,7 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases, P:tok,
---   P:holders, P:hold:<holder>, P:limited
+--   P:holders, P:hold:<holder>, P:limited, P:paused
 -- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, then 8 values
 --   per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
 --   group rate starts, group rate period ('' = no limit)
@@ -49,6 +49,9 @@ for i = 7, #ARGV, 8 do
     grn = opt(ARGV[i + 6]), grp = opt(ARGV[i + 7]), off = 0, pos = 1, buf = {}, taken = {},
     groups = {}, avail = limit}
   promote(s.name)
+  if redis.call('SISMEMBER', P .. ':paused', s.name) == 1 then
+    s.avail = 0  -- LIM-04: a paused queue's jobs stay where they are
+  end
   local conc, rn = opt(ARGV[i + 2]), opt(ARGV[i + 3])
   s.limited = (conc or rn or s.gc or s.grn) and true or false
   table.insert(names, s.name)

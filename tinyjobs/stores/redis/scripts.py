@@ -31,6 +31,16 @@ OPERATIONS = (
     "fire_cron",
     "lead",
     "resign",
+    # the dashboard's and metrics' operations (views.py)
+    "browse",
+    "dependents",
+    "queue_stats",
+    "finished_series",
+    "execution_stats",
+    "pause",
+    "delete",
+    "beat",
+    "workers",
 )
 
 

@@ -21,9 +21,10 @@ from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle
 from . import codec
 from .connection import Connection
 from .scripts import Scripts
+from .views import RedisViews
 
 
-class RedisStore:
+class RedisStore(RedisViews):
     """A store in one Redis database under one key prefix. Thread-safe; fork-safe (each process
     builds its own connections)."""
 
