@@ -62,7 +62,11 @@ class Shots:
 
 
 def text(driver, css: str) -> str:
-    return driver.find_element(By.CSS_SELECTOR, css).text
+    """The rendered text of the element, read in one step (the live refresh may swap it)."""
+    script = "const e = document.querySelector(arguments[0]); return e && e.innerText;"
+    found = driver.execute_script(script, css)
+    assert found is not None, f"no element {css} on {driver.current_url}"
+    return found.strip()
 
 
 def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
@@ -195,7 +199,9 @@ class EvilSite:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        # Threads: the browser keeps idle (preconnected) sockets open, which would block a
+        # single-threaded server's shutdown.
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://localhost:{self.server.server_port}/"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
