@@ -6,7 +6,7 @@ import pytest
 from helpers import T0, add, claim, claim_one, holder, new, queues, settle, state
 
 from tinyjobs.errors import ConfigError
-from tinyjobs.stores.base import WorkerBeat
+from tinyjobs.stores.base import Settlement, WorkerBeat
 
 
 def test_queue_stats_counts_reported_states_and_the_oldest_due_job(store):
@@ -142,3 +142,34 @@ def test_beat_replaces_the_workers_last_beat(store):
     store.beat(_beat(10, busy=5), now=T0 + 3)
     [worker] = store.workers(within=15, now=T0 + 4)
     assert worker.busy == 5 and worker.seen_at == T0 + 3 and worker.started_at == T0 - 60
+
+
+def test_queue_stats_agrees_with_counts_through_every_transition(store):
+    def check(at: float) -> None:
+        stats = {s.name: s.counts for s in store.queue_stats(now=at) if s.counts}
+        assert stats == store.counts(now=at)
+
+    add(store, "a", "b", "c", "d", "e", "f", now=T0)
+    add(store, "s", delay=50, now=T0)
+    add(store, "m1", "m2", queue="mail", now=T0)
+    store.enqueue([new("kid", after=("a",)), new("kid2", after=("b",))], now=T0)
+    check(T0)
+    first = claim(store, 6, now=T0 + 1)  # a b c d e f
+    check(T0 + 1)
+    settle(store, first[0], "done", now=T0 + 2)  # a done: kid released
+    settle(store, first[1], "fail", error="x", now=T0 + 2)  # b failed: kid2 cancelled
+    settle(store, first[2], "retry", error="x", delay=0, now=T0 + 2)
+    settle(store, first[3], "snooze", delay=100, now=T0 + 2)
+    check(T0 + 2)
+    store.cancel("m1", now=T0 + 3)
+    store.delete("m2", now=T0 + 3)
+    store.retry("b", now=T0 + 3)
+    check(T0 + 3)
+    store.reap(now=T0 + 100)  # e and f's leases expired
+    check(T0 + 100)
+    store.end_leases([holder()], now=T0 + 101)
+    done = claim(store, 20, now=T0 + 102)
+    store.settle([Settlement(c.job.id, c.token, "done") for c in done], now=T0 + 103)
+    check(T0 + 103)
+    store.purge(now=T0 + 10 * 86400)
+    check(T0 + 10 * 86400)

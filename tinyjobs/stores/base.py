@@ -125,12 +125,15 @@ class JobFilter:
 @dataclass(frozen=True)
 class QueueStats:
     """One queue at a glance: reported state -> number of jobs (states with none left out),
-    the due time of its oldest waiting (due) job, and whether it is paused (LIM-04)."""
+    the due time of its oldest waiting (due) job, and whether it is paused (LIM-04).
+    `estimated`: the counts of the final states (done, failed, cancelled) are estimates (a
+    store too large to count them at each request; the live states are always exact)."""
 
     name: str
     counts: dict[str, int]
     oldest_due_at: float | None
     paused: bool
+    estimated: bool = False
 
 
 @dataclass(frozen=True)

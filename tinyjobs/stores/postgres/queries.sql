@@ -504,6 +504,10 @@ LIMIT %(limit)s
 -- name: browse_state
 state = %(stored)s
 
+-- name: browse_rare
+-- The literal IN list lets the planner use the partial index jobs_browse_rare.
+state = %(stored)s AND state IN ('failed', 'cancelled', 'blocked')
+
 -- name: browse_split
 (CASE WHEN %(split)s = 'scheduled' THEN due > t.now ELSE due <= t.now END)
 
@@ -517,13 +521,35 @@ task = %(task)s
 (starts_with(id, %(text)s) OR strpos(payload, %(text)s) > 0 OR strpos(error, %(text)s) > 0)
 
 -- name: dependents
-WITH t AS (SELECT extract(epoch FROM now())::float8 AS now)
-SELECT {cols}, t.now FROM {jobs}, t
-WHERE after_ids @> ARRAY[%(id)s::text] AND cardinality(after_ids) > 0
-ORDER BY seq LIMIT %(limit)s
+-- MATERIALIZED: look the children up in jobs_after first; left to itself the planner may walk
+-- jobs_seq in order hoping to meet them early, which reads the whole table when there are none.
+WITH t AS (SELECT extract(epoch FROM now())::float8 AS now),
+kids AS MATERIALIZED (
+    SELECT {cols} FROM {jobs}
+    WHERE after_ids @> ARRAY[%(id)s::text] AND cardinality(after_ids) > 0
+)
+SELECT kids.*, t.now FROM kids, t ORDER BY kids.seq LIMIT %(limit)s
 
 -- name: steps_by_id
 SELECT name, value FROM {steps} WHERE job_id = %(id)s
+
+-- name: table_rows
+-- The planner's estimate of the jobs table's rows (-1 before its first ANALYZE).
+SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(table)s)
+
+-- name: live_counts
+-- Exact counts of the live states: pending from jobs_claim, running and blocked from rows few.
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
+SELECT queue, CASE WHEN due > t.now THEN 'scheduled' ELSE 'waiting' END, count(*)
+FROM {jobs}, t WHERE state = 'pending' GROUP BY 1, 2
+UNION ALL
+SELECT queue, state, count(*) FROM {jobs} WHERE state IN ('running', 'blocked') GROUP BY 1, 2
+
+-- name: final_sample
+-- Final jobs per queue and state, estimated from a sample of the table's pages (the same pages
+-- while the table does not change, so figures do not jitter between refreshes).
+SELECT queue, state, count(*) FROM {jobs} TABLESAMPLE SYSTEM (%(percent)s) REPEATABLE (16)
+WHERE state IN ('done', 'failed', 'cancelled') GROUP BY 1, 2
 
 -- name: oldest_due
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)

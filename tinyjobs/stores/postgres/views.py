@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg import sql
 
 from ...job import Job
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
@@ -43,6 +44,9 @@ else:
     _Base = object
 
 _FILTERS = "/*filters*/"
+RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_browse_rare
+EXACT_ROWS = 200_000  # queue_stats counts every job up to this many (about 100 ms)
+SAMPLE_ROWS = 20_000  # past it, the final states are estimated from a sample of this many
 
 
 class PostgresViews(_Base):
@@ -63,7 +67,7 @@ class PostgresViews(_Base):
             params["after_at"], params["after_id"] = decode_cursor(cursor)
             where.append(self.q["browse_after"])
         if stored is not None:
-            where.append(self.q["browse_state"])
+            where.append(self.q["browse_rare" if stored in RARE_STATES else "browse_state"])
         if split is not None:
             where.append(self.q["browse_split"])
         for name in ("queue", "task", "text"):
@@ -92,24 +96,37 @@ class PostgresViews(_Base):
         return dict(self._one("steps_by_id", {"id": job_id}))
 
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
+        """Exact counts up to EXACT_ROWS jobs; past that, the live states are counted exactly
+        (from their partial indexes) and the final states estimated from a sample of about
+        SAMPLE_ROWS rows (`estimated` True)."""
+        table = sql.Identifier(self.schema, "jobs").as_string(None)
+
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple:
-            if now is None:  # one clock for both reads
+            if now is None:  # one clock for every read
                 cur.execute(self.q["clock"])
                 at = cur.fetchone()[0]
             else:
                 at = now
-            cur.execute(self.q["counts"], {"now": at})
+            cur.execute(self.q["table_rows"], {"table": table})
+            rows = cur.fetchone()[0]
+            estimated = rows > EXACT_ROWS
             counts: dict[str, dict[str, int]] = {}
+            cur.execute(self.q["live_counts" if estimated else "counts"], {"now": at})
             for queue, state, number in cur.fetchall():
                 counts.setdefault(queue, {})[state] = number
+            if estimated:
+                percent = min(100.0, 100.0 * SAMPLE_ROWS / rows)
+                cur.execute(self.q["final_sample"], {"percent": percent})
+                for queue, state, number in cur.fetchall():
+                    counts.setdefault(queue, {})[state] = round(number * 100.0 / percent)
             cur.execute(self.q["oldest_due"], {"now": at})
             oldest = dict(cur.fetchall())
             cur.execute(self.q["paused_queues"])
-            return counts, oldest, {row[0] for row in cur.fetchall()}
+            return counts, oldest, {row[0] for row in cur.fetchall()}, estimated
 
-        counts, oldest, paused = self._run(op, write=False)
+        counts, oldest, paused, estimated = self._run(op, write=False)
         return [
-            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused, estimated)
             for name in sorted(set(counts) | paused)
         ]
 

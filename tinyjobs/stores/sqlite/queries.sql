@@ -246,6 +246,10 @@ SELECT * FROM jobs WHERE {where} ORDER BY created_at DESC, id DESC LIMIT :limit
 -- name: browse_state
 state = :stored
 
+-- name: browse_rare
+-- The literal IN list lets the planner use the partial index jobs_browse_rare.
+state = :stored AND state IN ('failed', 'cancelled', 'blocked')
+
 -- name: browse_split
 (CASE WHEN :split = 'scheduled' THEN due > :now ELSE due <= :now END)
 
@@ -267,10 +271,14 @@ ORDER BY j.seq LIMIT :limit
 -- name: steps_by_id
 SELECT s.name, s.value FROM steps s JOIN jobs j ON j.seq = s.job_seq WHERE j.id = ?
 
--- name: oldest_due
--- Walks the pending rows of jobs_claim (10^5 waiting jobs: a few milliseconds).
-SELECT queue, min(due) FROM jobs INDEXED BY jobs_claim
-WHERE state = 'pending' AND due <= :now GROUP BY queue
+-- name: job_counts
+SELECT queue, state, n FROM job_counts WHERE n > 0
+
+-- name: pending_split
+-- Per queue: pending jobs not yet due (scheduled), and the oldest due time of those due.
+-- Walks the pending rows of jobs_claim (10^5 waiting jobs: a few tens of milliseconds).
+SELECT queue, sum(due > :now), min(CASE WHEN due <= :now THEN due END)
+FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue
 
 -- name: finished_series
 SELECT :since + CAST((ended_at - :since) / :step AS INTEGER) * :step AS bucket, outcome, count(*)

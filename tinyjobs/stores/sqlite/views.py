@@ -43,6 +43,9 @@ else:
     _Base = object
 
 
+RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_browse_rare
+
+
 def paused_queues(db: sqlite3.Connection) -> set[str]:
     """The paused queues, read inside the caller's transaction (the claim's: LIM-04)."""
     return {row[0] for row in db.execute(Q["paused_queues"])}
@@ -67,7 +70,7 @@ class SQLiteViews(_Base):
             params["after_at"], params["after_id"] = decode_cursor(cursor)
             where.append(Q["browse_after"])
         if stored is not None:
-            where.append(Q["browse_state"])
+            where.append(Q["browse_rare" if stored in RARE_STATES else "browse_state"])
         if split is not None:
             where.append(Q["browse_split"])
         for name in ("queue", "task", "text"):
@@ -95,13 +98,29 @@ class SQLiteViews(_Base):
             return dict(db.execute(Q["steps_by_id"], (job_id,)).fetchall())
 
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
+        """Exact, without counting the jobs: job_counts (kept by triggers) gives each stored
+        state, one walk of the pending index splits pending into scheduled and waiting."""
         at = self._now(now)
         counts: dict[str, dict[str, int]] = {}
+        oldest: dict[str, float] = {}
         with self._read() as db:
-            for queue, state, number in db.execute(Q["counts"], {"now": at}):
-                counts.setdefault(queue, {})[state] = number
-            oldest = dict(db.execute(Q["oldest_due"], {"now": at}).fetchall())
+            stored = db.execute(Q["job_counts"]).fetchall()
+            split = {
+                q: (ahead or 0, first) for q, ahead, first in db.execute(Q["pending_split"], {"now": at})
+            }
             paused = paused_queues(db)
+        for queue, state, number in stored:
+            by_state = counts.setdefault(queue, {})
+            if state != "pending":
+                by_state[state] = number
+                continue
+            scheduled, first = split.get(queue, (0, None))
+            for name, n in (("scheduled", scheduled), ("waiting", number - scheduled)):
+                if n > 0:
+                    by_state[name] = n
+            if first is not None:
+                oldest[queue] = first
+        counts = {q: c for q, c in counts.items() if c}
         return [
             QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
             for name in sorted(set(counts) | paused)
