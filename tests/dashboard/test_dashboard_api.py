@@ -97,7 +97,8 @@ def test_api_job_shows_executions_steps_and_dependencies(app, client) -> None:
 def test_api_stats_queues_workers_cron_shapes(app, client) -> None:
     ids = fill(app)
     stats = client.get("/api/stats").json()
-    assert set(stats) == {"states", "queues", "throughput", "recent_failures", "workers"}
+    assert set(stats) == {"states", "estimated", "queues", "throughput", "recent_failures", "workers"}
+    assert stats["estimated"] is False
     assert stats["states"]["failed"] == 2 and stats["states"]["done"] == 1 and stats["states"]["waiting"] == 2
     assert set(stats["states"]) == set(STATES)
     hour = stats["throughput"]["hour"]
@@ -231,3 +232,20 @@ def test_odd_job_ids_round_trip(app, client, job_id: str) -> None:
     assert client.get(f"/api/jobs/{quote(job_id, safe='')}").json()["id"] == job_id
     assert client.get("/jobs/" + quote(job_id, safe="")).status == 200
     assert client.post_json(f"/jobs/{quote(job_id, safe='')}/cancel").json()["ok"] is True
+
+
+def test_estimated_counts_are_marked_as_such(app, client, monkeypatch) -> None:
+    from dataclasses import replace
+
+    fill(app)
+    exact = app.store.queue_stats
+
+    def estimated(now=None):
+        return [replace(q, estimated=q.name == "mail") for q in exact(now=now)]
+
+    monkeypatch.setattr(app.store, "queue_stats", estimated)
+    stats = client.get("/api/stats").json()
+    assert stats["estimated"] is True
+    assert {q["name"]: q["estimated"] for q in stats["queues"]} == {"mail": True, "reports": False}
+    assert "are estimated" in client.get("/").text
+    assert '<span title="estimated">~</span>2' in client.get("/queues").text

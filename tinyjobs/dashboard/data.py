@@ -99,6 +99,8 @@ class Source:
                     "oldest_waiting": _iso(oldest),
                     "oldest_waiting_age_seconds": None if oldest is None else max(0.0, now - oldest),
                     "paused": bool(stats.paused) if stats else False,
+                    # Final-state counts of a very large queue may be estimates (the page says so).
+                    "estimated": bool(stats.estimated) if stats else False,
                     "limits": {
                         "concurrency": policy.concurrency if policy else None,
                         "rate": _rate(policy.rate) if policy else None,
@@ -135,6 +137,7 @@ class Source:
         workers = self.workers()
         return {
             "states": totals,
+            "estimated": any(q["estimated"] for q in queues),
             "queues": queues,
             "throughput": {
                 "hour": self.series(3600.0, HOUR_STEP),
