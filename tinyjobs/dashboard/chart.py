@@ -32,7 +32,7 @@ class Chart:
 
 
 def build(series: dict[str, Any]) -> Chart:
-    """Bars for a series as `Source.series` returns it."""
+    """Bars for one series of `Source.throughput()`."""
     buckets = series["buckets"]
     stacks = []
     total = dict.fromkeys(OUTCOMES, 0)

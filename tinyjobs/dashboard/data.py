@@ -113,21 +113,15 @@ class Source:
             )
         return rows
 
-    def series(self, span: float, step: float) -> dict[str, Any]:
-        """Finished executions per bucket of `step` seconds over the last `span` seconds, by
-        outcome: {"step", "since", "buckets": [{"start", "counts": {outcome: n}}]}."""
+    def throughput(self) -> dict[str, dict[str, Any]]:
+        """Finished executions by outcome: per minute over the last hour and per 15 minutes over
+        the last day, from one read of the store's series (per minute over the day)."""
         now = self.now()
-        since = (now - span) // step * step + step
-        buckets: dict[float, dict[str, int]] = {since + i * step: {} for i in range(int(span // step))}
-        for start, outcome, count in self.store.finished_series(since, step=step, now=self.app.now()):
-            slot = buckets.setdefault(float(start), {})
-            slot[outcome] = slot.get(outcome, 0) + int(count)
+        since = (now - 86400.0) // DAY_STEP * DAY_STEP + DAY_STEP  # whole 15-min buckets
+        rows = self.store.finished_series(since, step=HOUR_STEP, now=self.app.now())
         return {
-            "step_seconds": step,
-            "since": _iso(since),
-            "buckets": [
-                {"start": _iso(start), "counts": counts} for start, counts in sorted(buckets.items())
-            ],
+            "hour": _buckets(rows, now - 3600.0, 3600.0, HOUR_STEP),
+            "day": _buckets(rows, since, 86400.0, DAY_STEP),
         }
 
     def stats(self) -> dict[str, Any]:
@@ -139,10 +133,7 @@ class Source:
             "states": totals,
             "estimated": any(q["estimated"] for q in queues),
             "queues": queues,
-            "throughput": {
-                "hour": self.series(3600.0, HOUR_STEP),
-                "day": self.series(86400.0, DAY_STEP),
-            },
+            "throughput": self.throughput(),
             "recent_failures": failures,
             "workers": {
                 "live": sum(1 for w in workers if not w["lost"]),
@@ -172,6 +163,23 @@ class Source:
         from ..cron import describe
 
         return describe(self.app, now=self.now())
+
+
+def _buckets(rows: list[tuple[float, str, int]], start: float, span: float, step: float) -> dict[str, Any]:
+    """Per-minute rows summed into `span / step` buckets of `step` seconds from `start` (aligned
+    to whole steps): {"step_seconds", "since", "buckets": [{"start", "counts": {outcome: n}}]}."""
+    first = (start // step + 1) * step if start % step else start
+    count = int(span // step)
+    buckets: list[dict[str, int]] = [{} for _ in range(count)]
+    for at, outcome, n in rows:
+        index = int((float(at) - first) // step)
+        if 0 <= index < count:
+            buckets[index][outcome] = buckets[index].get(outcome, 0) + int(n)
+    return {
+        "step_seconds": step,
+        "since": _iso(first),
+        "buckets": [{"start": _iso(first + i * step), "counts": c} for i, c in enumerate(buckets)],
+    }
 
 
 def _rate(rate: tuple[int, float] | None) -> str | None:
