@@ -130,6 +130,17 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         browser.find_element(By.CSS_SELECTOR, 'tr[data-queue="reports"] button').click()
         wait_until(lambda: app.get(held).state == "done", timeout=30, what="the resumed queue's job")
 
+        # The live refresh pauses on the button, stays paused across pages, and resumes.
+        browser.find_element(By.ID, "live-toggle").click()
+        assert text(browser, "#live-toggle") == "paused"
+        browser.get(base + "queues")
+        toggle = browser.find_element(By.ID, "live-toggle")
+        assert toggle.text == "paused" and toggle.get_attribute("aria-pressed") == "true"
+        toggle.click()
+        assert text(browser, "#live-toggle") == "live"
+        wait_until(lambda: browser.execute_script("return document.body.dataset.refreshed"), timeout=15,
+                   what="a live refresh after resuming")  # fmt: skip
+
         # Workers: the live worker process.
         browser.get(base + "workers")
         wait_until(lambda: str(worker.pid) in text(browser, "#live-workers"), timeout=30,

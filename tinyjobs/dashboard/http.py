@@ -79,14 +79,6 @@ class Request:
         accept = self.header("Accept") or ""
         return "application/json" in accept and "text/html" not in accept
 
-    def origin(self) -> str:
-        """This dashboard's own origin, as the browser sees it."""
-        scheme = self.environ.get("wsgi.url_scheme", "http")
-        host = (
-            self.header("Host") or f"{self.environ.get('SERVER_NAME', '')}:{self.environ.get('SERVER_PORT')}"
-        )
-        return f"{scheme}://{host}"
-
 
 SECURITY_HEADERS = [
     # No inline script and no script from anywhere but this dashboard; nothing can frame it.
