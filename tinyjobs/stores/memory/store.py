@@ -51,7 +51,7 @@ from .views import MemoryViews
 URL = "memory://"
 
 
-def open(url: str, **options: Any) -> MemoryStore:  # noqa: A001  (the name every store module uses)
+def open(url: str, **options: Any) -> MemoryStore:
     """A fresh, empty memory store. `url` must be exactly `memory://`; other options are
     accepted for symmetry with the other stores and ignored (there is nothing to tune)."""
     if url != URL:

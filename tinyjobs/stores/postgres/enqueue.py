@@ -125,8 +125,9 @@ def enqueue(
         cur.execute(q["forget"], {"ids": replaced})
     blocked = [(p, row[0]) for row in written.values() if row[4] == "blocked" for p in row[16]]
     if blocked:
-        cur.execute(q["enqueue_deps"], {"parents": [p for p, _ in blocked],
-                                        "children": [c for _, c in blocked]})  # fmt: skip
+        cur.execute(
+            q["enqueue_deps"], {"parents": [p for p, _ in blocked], "children": [c for _, c in blocked]}
+        )
     missing = [job for job in todo if job.id not in written]
     found = existing(cur, q, missing, now) if missing else {}
     out: list[Job | None] = [None] * len(jobs)
@@ -150,11 +151,22 @@ def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> Non
     """Queue the statement that adds `job`, one without parents; `read_one` reads its row."""
     cur.execute(
         q["enqueue_one"],
-        {"now": now, "id": job.id, "task": job.task, "queue": job.queue, "payload": job.payload,
-         "priority": job.priority, "delay": float(job.delay),
-         "at": None if job.at is None else float(job.at), "key": job.key, "group": job.group,
-         "max_attempts": job.max_attempts, "dedupe": float(job.dedupe), "keep": float(job.keep)},
-    )  # fmt: skip
+        {
+            "now": now,
+            "id": job.id,
+            "task": job.task,
+            "queue": job.queue,
+            "payload": job.payload,
+            "priority": job.priority,
+            "delay": float(job.delay),
+            "at": None if job.at is None else float(job.at),
+            "key": job.key,
+            "group": job.group,
+            "max_attempts": job.max_attempts,
+            "dedupe": float(job.dedupe),
+            "keep": float(job.keep),
+        },
+    )
 
 
 def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Job:
