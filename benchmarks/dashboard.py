@@ -72,9 +72,15 @@ def fill(app: Any, finished: int, waiting: int) -> None:
 def call(dash: Any, path: str) -> tuple[int, float]:
     path, _, query = path.partition("?")
     environ = {
-        "REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "bench",
-        "SERVER_PORT": "80", "HTTP_HOST": "bench", "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(),
-    }  # fmt: skip
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "bench",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "bench",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(),
+    }
     status: list[int] = []
     began = time.perf_counter()
     b"".join(dash(environ, lambda s, h: status.append(int(s[:3]))))
@@ -107,11 +113,25 @@ def main() -> None:
     failed = app.store.browse(JobFilter(state="failed"), limit=1)[0]
     cursor = some[1] or ""
     paths = [
-        "/", "/jobs", "/jobs?state=failed", "/jobs?queue=billing&task=charge", f"/jobs?q={job_id[:10]}",
-        "/jobs?q=declined", f"/jobs/{failed[0].id if failed else job_id}", "/queues", "/workers", "/cron",
-        "/api/stats", "/api/jobs", f"/api/jobs?cursor={cursor}", "/api/jobs?state=done&queue=mail",
-        f"/api/jobs/{job_id}", "/api/queues", "/api/workers", "/metrics",
-    ]  # fmt: skip
+        "/",
+        "/jobs",
+        "/jobs?state=failed",
+        "/jobs?queue=billing&task=charge",
+        f"/jobs?q={job_id[:10]}",
+        "/jobs?q=declined",
+        f"/jobs/{failed[0].id if failed else job_id}",
+        "/queues",
+        "/workers",
+        "/cron",
+        "/api/stats",
+        "/api/jobs",
+        f"/api/jobs?cursor={cursor}",
+        "/api/jobs?state=done&queue=mail",
+        f"/api/jobs/{job_id}",
+        "/api/queues",
+        "/api/workers",
+        "/metrics",
+    ]
     print(f"{'path':40} {'p50 ms':>8} {'p95 ms':>8}")
     for path in paths:
         call(dash, path)  # warm

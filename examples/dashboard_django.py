@@ -34,12 +34,12 @@ if not settings.configured:
     )
     django.setup()
 
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect  # noqa: E402
-from django.urls import re_path  # noqa: E402
-from django.views.decorators.csrf import csrf_exempt  # noqa: E402
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import re_path
+from django.views.decorators.csrf import csrf_exempt
 
-import tinyjobs  # noqa: E402
-from tinyjobs.dashboard import make_app  # noqa: E402
+import tinyjobs
+from tinyjobs.dashboard import make_app
 
 MOUNT = "/admin/jobs"
 

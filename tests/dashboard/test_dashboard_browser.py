@@ -19,10 +19,10 @@ from support.processes import WorkerProcesses, import_app
 from support.wait import wait_until
 
 pytest.importorskip("selenium")
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select  # noqa: E402
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 HERE = Path(__file__).parent
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -42,8 +42,13 @@ def browser():
         )
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900",
-                "--force-prefers-reduced-motion"):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        "--force-prefers-reduced-motion",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -111,12 +116,16 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         browser.find_element(By.XPATH, "//button[text()='Retry']").click()
         assert "queued to run again" in text(browser, ".notice")
         worker = workers.start("--slots", "2")
-        wait_until(lambda: text(browser, "#live-job .summary .state") == "done", timeout=30,
-                   what="the retried job shown done without a reload")  # fmt: skip
+        wait_until(
+            lambda: text(browser, "#live-job .summary .state") == "done",
+            timeout=30,
+            what="the retried job shown done without a reload",
+        )
         assert '"delivered": "user0@example.com"' in text(browser, "#job-result")
         assert [e.text.split()[2] for e in browser.find_elements(By.CSS_SELECTOR, "#executions li")] == [
-            "error", "done",
-        ]  # fmt: skip
+            "error",
+            "done",
+        ]
 
         # Queues: pause one; the worker stops taking its jobs while it takes others.
         browser.get(base + "queues")
@@ -138,13 +147,19 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         assert toggle.text == "paused" and toggle.get_attribute("aria-pressed") == "true"
         toggle.click()
         assert text(browser, "#live-toggle") == "live"
-        wait_until(lambda: browser.execute_script("return document.body.dataset.refreshed"), timeout=15,
-                   what="a live refresh after resuming")  # fmt: skip
+        wait_until(
+            lambda: browser.execute_script("return document.body.dataset.refreshed"),
+            timeout=15,
+            what="a live refresh after resuming",
+        )
 
         # Workers: the live worker process.
         browser.get(base + "workers")
-        wait_until(lambda: str(worker.pid) in text(browser, "#live-workers"), timeout=30,
-                   what="the worker on the workers page")  # fmt: skip
+        wait_until(
+            lambda: str(worker.pid) in text(browser, "#live-workers"),
+            timeout=30,
+            what="the worker on the workers page",
+        )
         shots.take("workers")
         browser.get(base + "cron")
         assert "*/15 * * * *" in text(browser, "#live-cron")
@@ -172,8 +187,9 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         workers.stop_all()
 
     # Read-only: no action on any page, and a POST from the page itself is refused.
-    read_only = Served("dashboard", "--app", "browserapp:app", "--port", "0", "--read-only", env=env,
-                       cwd=str(tmp_path))  # fmt: skip
+    read_only = Served(
+        "dashboard", "--app", "browserapp:app", "--port", "0", "--read-only", env=env, cwd=str(tmp_path)
+    )
     try:
         browser.get(read_only.address + f"jobs/{failed[1]}")
         assert text(browser, "#read-only") == "read-only"

@@ -62,8 +62,9 @@ def test_non_loopback_host_needs_auth_or_no_auth(tmp_path) -> None:
     assert "without authentication" in refused.stderr and "TINYJOBS_DASHBOARD_USER" in refused.stderr
     assert "--no-auth" in refused.stderr and refused.stdout == ""
 
-    half = subprocess.run(command, capture_output=True, text=True, timeout=30,
-                          env={**env, "TINYJOBS_DASHBOARD_USER": "ops"})  # fmt: skip
+    half = subprocess.run(
+        command, capture_output=True, text=True, timeout=30, env={**env, "TINYJOBS_DASHBOARD_USER": "ops"}
+    )
     assert half.returncode == 2 and "both" in half.stderr
 
     open_anyway = Served("--url", db, "dashboard", "--host", "0.0.0.0", "--port", "0", "--no-auth", env=env)
@@ -77,8 +78,9 @@ def test_basic_auth_from_the_environment(tmp_path) -> None:
     import base64
 
     env = {"TINYJOBS_DASHBOARD_USER": "ops", "TINYJOBS_DASHBOARD_PASSWORD": "s3cret-pass"}
-    served = Served("--url", f"sqlite:///{tmp_path}/jobs.db", "dashboard", "--host", "0.0.0.0",
-                    "--port", "0", env=env)  # fmt: skip
+    served = Served(
+        "--url", f"sqlite:///{tmp_path}/jobs.db", "dashboard", "--host", "0.0.0.0", "--port", "0", env=env
+    )
     try:
         port = served.address.rsplit(":", 1)[1].rstrip("/")
         base = f"http://127.0.0.1:{port}/"
@@ -97,8 +99,12 @@ def test_metrics_command_prints_what_metrics_serves(url) -> None:
     app = tinyjobs.App(url)
     app.enqueue("report", {"day": "d"}, queue="reports")
     app.close()
-    done = subprocess.run([sys.executable, "-m", "tinyjobs", "--url", url, "metrics"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tinyjobs", "--url", url, "metrics"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     families = {f.name: f for f in text_string_to_metric_families(done.stdout)}
     jobs = {(s.labels["queue"], s.labels["state"]): s.value for s in families["tinyjobs_jobs"].samples}

@@ -46,9 +46,13 @@ def test_example_mounts_the_dashboard_behind_its_login(framework: str, tmp_path)
     port = free_port()
     env = {**os.environ, "TINYJOBS_URL": url, "ADMIN_PASSWORD": "let-me-in", "PORT": str(port)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the child keeps a copy
-    proc = subprocess.Popen([sys.executable, str(ROOT / f"examples/dashboard_{framework}.py")], env=env,
-                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    log = open(tmp_path / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / f"examples/dashboard_{framework}.py")],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     log.close()
     base = f"http://127.0.0.1:{port}"
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))

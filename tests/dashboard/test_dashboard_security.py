@@ -23,11 +23,53 @@ PAYLOADS = {
 }
 # What the pages are allowed to contain: anything else means store text became markup.
 TAGS = {
-    "html", "head", "meta", "title", "link", "script", "body", "header", "a", "nav", "div", "span",
-    "button", "main", "p", "h1", "h2", "section", "figure", "figcaption", "svg", "rect", "table",
-    "thead", "tbody", "tr", "th", "td", "form", "input", "label", "select", "option", "datalist",
-    "ul", "ol", "li", "dl", "dt", "dd", "pre", "details", "summary", "strong", "code", "meter",
-}  # fmt: skip
+    "html",
+    "head",
+    "meta",
+    "title",
+    "link",
+    "script",
+    "body",
+    "header",
+    "a",
+    "nav",
+    "div",
+    "span",
+    "button",
+    "main",
+    "p",
+    "h1",
+    "h2",
+    "section",
+    "figure",
+    "figcaption",
+    "svg",
+    "rect",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "form",
+    "input",
+    "label",
+    "select",
+    "option",
+    "datalist",
+    "ul",
+    "ol",
+    "li",
+    "dl",
+    "dt",
+    "dd",
+    "pre",
+    "details",
+    "summary",
+    "strong",
+    "code",
+    "meter",
+}
 
 
 class Audit(HTMLParser):
@@ -150,8 +192,16 @@ def test_read_only_refuses_every_post_and_shows_no_action(app) -> None:
     failed = app.enqueue("send", {"to": "x", "fail": True}).id
     app.drain(["mail"])
     client = Client(make_app(app, read_only=True))
-    for path in (f"/jobs/{failed}/retry", f"/jobs/{failed}/cancel", f"/jobs/{failed}/delete", "/jobs/bulk",
-                 "/queues/mail/pause", "/queues/mail/resume", "/", "/jobs/nowhere/retry"):  # fmt: skip
+    for path in (
+        f"/jobs/{failed}/retry",
+        f"/jobs/{failed}/cancel",
+        f"/jobs/{failed}/delete",
+        "/jobs/bulk",
+        "/queues/mail/pause",
+        "/queues/mail/resume",
+        "/",
+        "/jobs/nowhere/retry",
+    ):
         assert client.post(path, {"action": "retry", "id": failed}).status == 403, path
     assert app.get(failed).state == "failed"
     for page in ("/", "/jobs", f"/jobs/{failed}", "/queues"):

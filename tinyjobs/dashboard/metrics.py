@@ -16,8 +16,23 @@ from ..job import STATES
 
 # Jobs take from milliseconds to an hour: the client libraries' default buckets stop at 10 s.
 DURATION_BUCKETS: tuple[float, ...] = (
-    0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
-)  # fmt: skip
+    0.01,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    120,
+    300,
+    600,
+    1800,
+    3600,
+)
 WORKERS_WITHIN = 15.0
 
 

@@ -138,9 +138,13 @@ class Dashboard:
             return text("not found\n", 404)
         suffix = name[name.rfind(".") :]
         return Response(
-            200, body, [("Content-Type", STATIC_TYPES.get(suffix, "application/octet-stream")),
-                        ("Cache-Control", "public, max-age=3600")]
-        )  # fmt: skip
+            200,
+            body,
+            [
+                ("Content-Type", STATIC_TYPES.get(suffix, "application/octet-stream")),
+                ("Cache-Control", "public, max-age=3600"),
+            ],
+        )
 
 
 def _load_static() -> dict[str, bytes]:
