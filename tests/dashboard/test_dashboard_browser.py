@@ -20,6 +20,7 @@ from support.wait import wait_until
 
 pytest.importorskip("selenium")
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -66,12 +67,37 @@ class Shots:
         assert self.driver.save_screenshot(str(self.folder / f"dashboard-{name}.png"))
 
 
-def text(driver, css: str) -> str:
-    """The rendered text of the element, read in one step (the live refresh may swap it)."""
+def read(driver, css: str) -> str | None:
+    """The rendered text of the element (None when absent), read in one step: the live
+    refresh may swap the element at any moment."""
     script = "const e = document.querySelector(arguments[0]); return e && e.innerText;"
     found = driver.execute_script(script, css)
+    return None if found is None else found.strip()
+
+
+def text(driver, css: str) -> str:
+    found = read(driver, css)
     assert found is not None, f"no element {css} on {driver.current_url}"
-    return found.strip()
+    return found
+
+
+def shows(driver, css: str, expected: str, timeout: float = 15) -> None:
+    """Wait until the element exists and its text contains `expected` (after a click, the
+    page that answers replaces the current one when it arrives)."""
+    wait_until(lambda: expected in (read(driver, css) or ""), timeout=timeout, what=f"{expected!r} in {css}")
+
+
+def click(driver, by: str, value: str) -> None:
+    """Click, finding the element again if the live refresh replaced it meanwhile."""
+
+    def attempt() -> bool:
+        try:
+            driver.find_element(by, value).click()
+            return True
+        except StaleElementReferenceException:
+            return False
+
+    wait_until(attempt, timeout=10, what=f"a click on {value}")
 
 
 def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
@@ -102,19 +128,20 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         browser.get(base + "jobs")
         Select(browser.find_element(By.ID, "filter-state")).select_by_value("failed")
         browser.find_element(By.ID, "filter-q").send_keys("SMTP")
-        browser.find_element(By.ID, "filter-apply").click()
+        click(browser, By.ID, "filter-apply")
         wait_until(lambda: "state=failed" in browser.current_url, what="the filtered jobs page")
+        wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr.job")) == 3, what="3 rows")
         rows = browser.find_elements(By.CSS_SELECTOR, "tr.job")
         assert sorted(r.get_attribute("data-id") for r in rows) == sorted(failed)
         shots.take("jobs")
 
         # A job: its error, then retry it and watch it run on a real worker (live refresh).
-        browser.find_element(By.LINK_TEXT, failed[0]).click()
-        assert "451 try again later" in text(browser, "#job-error")
+        click(browser, By.LINK_TEXT, failed[0])
+        shows(browser, "#job-error", "451 try again later")
         shots.take("job")
         (tmp_path / "fixed").touch()
-        browser.find_element(By.XPATH, "//button[text()='Retry']").click()
-        assert "queued to run again" in text(browser, ".notice")
+        click(browser, By.XPATH, "//button[text()='Retry']")
+        shows(browser, ".notice", "queued to run again")
         worker = workers.start("--slots", "2")
         wait_until(
             lambda: text(browser, "#live-job .summary .state") == "done",
@@ -129,14 +156,14 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
 
         # Queues: pause one; the worker stops taking its jobs while it takes others.
         browser.get(base + "queues")
-        browser.find_element(By.CSS_SELECTOR, 'tr[data-queue="reports"] button').click()
-        assert "paused" in text(browser, 'tr[data-queue="reports"]')
+        click(browser, By.CSS_SELECTOR, 'tr[data-queue="reports"] button')
+        shows(browser, 'tr[data-queue="reports"]', "paused")
         held = app.enqueue("report", {"day": "2026-12-01"}).id
         passing = app.enqueue("deliver", {"to": "after-pause@example.com"}).id
         wait_until(lambda: app.get(passing).state == "done", timeout=30, what="the mail job to run")
         assert app.get(held).state == "waiting"
         shots.take("queues")
-        browser.find_element(By.CSS_SELECTOR, 'tr[data-queue="reports"] button').click()
+        click(browser, By.CSS_SELECTOR, 'tr[data-queue="reports"] button')
         wait_until(lambda: app.get(held).state == "done", timeout=30, what="the resumed queue's job")
 
         # The live refresh pauses on the button, stays paused across pages, and resumes.
