@@ -130,9 +130,9 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
         browser.find_element(By.ID, "filter-q").send_keys("SMTP")
         click(browser, By.ID, "filter-apply")
         wait_until(lambda: "state=failed" in browser.current_url, what="the filtered jobs page")
-        wait_until(lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr.job")) == 3, what="3 rows")
-        rows = browser.find_elements(By.CSS_SELECTOR, "tr.job")
-        assert sorted(r.get_attribute("data-id") for r in rows) == sorted(failed)
+        ids = "return [...document.querySelectorAll('tr.job')].map(row => row.dataset.id)"
+        wait_until(lambda: len(browser.execute_script(ids)) == 3, what="the three failed jobs")
+        assert sorted(browser.execute_script(ids)) == sorted(failed)
         shots.take("jobs")
 
         # A job: its error, then retry it and watch it run on a real worker (live refresh).
@@ -149,10 +149,8 @@ def test_operator_flow_in_a_real_browser(browser, tmp_path) -> None:
             what="the retried job shown done without a reload",
         )
         assert '"delivered": "user0@example.com"' in text(browser, "#job-result")
-        assert [e.text.split()[2] for e in browser.find_elements(By.CSS_SELECTOR, "#executions li")] == [
-            "error",
-            "done",
-        ]
+        outcomes = "return [...document.querySelectorAll('#executions .outcome')].map(e => e.textContent)"
+        assert browser.execute_script(outcomes) == ["error", "done"]
 
         # Queues: pause one; the worker stops taking its jobs while it takes others.
         browser.get(base + "queues")
