@@ -249,3 +249,14 @@ def test_estimated_counts_are_marked_as_such(app, client, monkeypatch) -> None:
     assert {q["name"]: q["estimated"] for q in stats["queues"]} == {"mail": True, "reports": False}
     assert "are estimated" in client.get("/").text
     assert '<span title="estimated">~</span>2' in client.get("/queues").text
+
+
+def test_head_and_static_files(client) -> None:
+    head = client.request("HEAD", "/api/stats")
+    assert head.status == 200 and head.body == b"" and int(head.headers["content-length"]) > 0
+    css = client.get("/static/dashboard.css")
+    assert css.status == 200 and css.headers["content-type"].startswith("text/css")
+    js = client.get("/static/live.js")
+    assert js.headers["content-type"].startswith("text/javascript") and b"data-live" in js.body
+    assert client.get("/static/../wsgi.py").status == 404
+    assert client.get("/static/nothing.js").status == 404
