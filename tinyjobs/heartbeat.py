@@ -50,5 +50,5 @@ class Heartbeat:
         self._next = clock + self.every
         try:
             self.store.beat(replace(self.beat, busy=busy), self.now())
-        except Exception as err:
+        except Exception as err:  # a heartbeat never stops the worker
             self.logger.warning("worker.heartbeat_failed", error=str(err))

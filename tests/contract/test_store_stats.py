@@ -173,3 +173,28 @@ def test_queue_stats_agrees_with_counts_through_every_transition(store):
     check(T0 + 103)
     store.purge(now=T0 + 10 * 86400)
     check(T0 + 10 * 86400)
+
+
+def test_finished_series_over_a_day_in_hourly_buckets(store):
+    since = T0 - T0 % 60 - 86400  # whole minutes: every store agrees exactly
+    for n, (start, end) in enumerate([(10, 20), (3590, 3610), (3700, 3720), (86000, 86010)]):
+        _run(store, f"j{n}", since + start, since + end, "done")
+    _run(store, "f", since + 7300, since + 7310, "fail")
+    series = store.finished_series(since, 3600, now=since + 86400)
+    assert series == [
+        (since, "done", 1),
+        (since + 3600, "done", 2),
+        (since + 7200, "failed", 1),
+        (since + 82800, "done", 1),
+    ]
+
+
+def test_execution_stats_buckets_are_exact_at_their_bounds(store):
+    _run(store, "a", T0, T0 + 1.0, "done")  # exactly 1 s: in the 1 s bucket
+    _run(store, "b", T0, T0 + 1.25, "done")
+    _run(store, "c", T0, T0 + 0.5, "done")
+    _run(store, "d", T0, T0 + 3600, "done")
+    [stats] = store.execution_stats([0.5, 1, 1.25, 2.5, 3600], now=T0 + 4000)
+    assert stats.count == 4 and stats.buckets == (1, 2, 3, 3, 4)
+    assert stats.seconds == pytest.approx(3602.75)
+    assert store.execution_stats([], now=T0 + 4000)[0].buckets == ()

@@ -161,8 +161,8 @@ SELECT * FROM jobs
 WHERE (:stored IS NULL OR state = :stored)
   AND (:queue IS NULL OR queue = :queue)
   AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
-ORDER BY seq
-LIMIT :limit
+ORDER BY seq * :direction
+LIMIT :limit OFFSET :offset
 
 -- name: counts
 SELECT queue,
@@ -288,14 +288,14 @@ GROUP BY bucket, outcome
 ORDER BY bucket, outcome
 
 -- name: execution_stats
--- One pass over the ended executions; `le` is the index of the first bound a duration fits
--- under (the number of bounds when none), cumulated per bound in Python.
-SELECT queue, outcome, le, count(*), sum(seconds) FROM (
-    SELECT queue, outcome, max(ended_at - started_at, 0) AS seconds,
-           (SELECT count(*) FROM json_each(:bounds) b WHERE b.value < max(ended_at - started_at, 0)) AS le
-    FROM executions WHERE ended_at IS NOT NULL
-)
-GROUP BY queue, outcome, le
+-- exec_stats is kept by triggers (schema.sql, migration 2): a few thousand rows at most.
+SELECT queue, outcome, upto, n, seconds FROM exec_stats WHERE n > 0 ORDER BY queue, outcome, upto
+
+-- name: finished_minutes
+-- A long window's series from exec_minutes (kept by triggers): each minute counts in the bucket
+-- its start falls in (the bucket of `since` for the minute that holds it).
+SELECT max(minute, :since), outcome, n FROM exec_minutes
+WHERE minute >= CAST(:since / 60 AS INTEGER) * 60 AND minute <= :now AND n > 0
 
 -- name: beat
 INSERT INTO workers (host, pid, queues, slots, busy, started_at, seen_at)

@@ -136,6 +136,66 @@ CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON jobs WHEN old.state !=
     UPDATE job_counts SET n = n + 1 WHERE queue = new.queue AND state = new.state;
 END;
 
+-- Ended executions per (queue, outcome, duration rounded up to 1 ms under 1 s, 10 ms under
+-- 10 s, 1 s beyond), and per (minute, outcome), kept by triggers: execution_stats and a long
+-- finished_series read these instead of every execution. `upto` is exact for every bound that
+-- is a whole number of those units (all of /metrics' buckets). ceil() without the math
+-- functions, which not every SQLite has: CAST truncates, the comparison adds the remainder.
+ALTER TABLE executions ADD COLUMN seconds REAL
+    GENERATED ALWAYS AS (max(ended_at - started_at, 0)) VIRTUAL;
+ALTER TABLE executions ADD COLUMN upto REAL GENERATED ALWAYS AS (
+    CASE WHEN seconds <= 1
+         THEN (CAST(seconds * 1000 AS INTEGER) + (seconds * 1000 > CAST(seconds * 1000 AS INTEGER))) / 1000.0
+         WHEN seconds <= 10
+         THEN (CAST(seconds * 100 AS INTEGER) + (seconds * 100 > CAST(seconds * 100 AS INTEGER))) / 100.0
+         ELSE (CAST(seconds AS INTEGER) + (seconds > CAST(seconds AS INTEGER))) * 1.0 END
+) VIRTUAL;
+ALTER TABLE executions ADD COLUMN minute INTEGER
+    GENERATED ALWAYS AS (CAST(ended_at / 60 AS INTEGER) * 60) VIRTUAL;
+
+CREATE TABLE exec_stats (
+    queue TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    upto REAL NOT NULL,
+    n INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (queue, outcome, upto)
+) WITHOUT ROWID;
+CREATE TABLE exec_minutes (
+    minute INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (minute, outcome)
+) WITHOUT ROWID;
+INSERT INTO exec_stats (queue, outcome, upto, n, seconds)
+SELECT queue, outcome, upto, count(*), sum(seconds) FROM executions
+WHERE ended_at IS NOT NULL GROUP BY 1, 2, 3;
+INSERT INTO exec_minutes (minute, outcome, n)
+SELECT minute, outcome, count(*) FROM executions WHERE ended_at IS NOT NULL GROUP BY 1, 2;
+CREATE TRIGGER exec_stats_end AFTER UPDATE OF ended_at ON executions
+WHEN old.ended_at IS NULL AND new.ended_at IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO exec_stats (queue, outcome, upto, n, seconds)
+    VALUES (new.queue, new.outcome, new.upto, 0, 0);
+    UPDATE exec_stats SET n = n + 1, seconds = seconds + new.seconds
+    WHERE queue = new.queue AND outcome = new.outcome AND upto = new.upto;
+    INSERT OR IGNORE INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 0);
+    UPDATE exec_minutes SET n = n + 1 WHERE minute = new.minute AND outcome = new.outcome;
+END;
+-- tinyjobs inserts executions open, but the rollups must not depend on it.
+CREATE TRIGGER exec_stats_insert AFTER INSERT ON executions WHEN new.ended_at IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO exec_stats (queue, outcome, upto, n, seconds)
+    VALUES (new.queue, new.outcome, new.upto, 0, 0);
+    UPDATE exec_stats SET n = n + 1, seconds = seconds + new.seconds
+    WHERE queue = new.queue AND outcome = new.outcome AND upto = new.upto;
+    INSERT OR IGNORE INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 0);
+    UPDATE exec_minutes SET n = n + 1 WHERE minute = new.minute AND outcome = new.outcome;
+END;
+CREATE TRIGGER exec_stats_delete AFTER DELETE ON executions WHEN old.ended_at IS NOT NULL BEGIN
+    UPDATE exec_stats SET n = n - 1, seconds = seconds - old.seconds
+    WHERE queue = old.queue AND outcome = old.outcome AND upto = old.upto;
+    UPDATE exec_minutes SET n = n - 1 WHERE minute = old.minute AND outcome = old.outcome;
+END;
+
 -- browse pages newest first by (created_at, id), alone or within one queue (created_at and
 -- queue never change: written once per job). A state filter on the rare states walks
 -- jobs_browse_rare; on done, pending or running it walks jobs_browse and keeps the matches

@@ -8,6 +8,7 @@ execution_stats reads every ended execution. docs/store-contract.md states the c
 
 from __future__ import annotations
 
+import bisect
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from tinyjobs.job import Job
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
 from ..views import (
     LOST_FACTOR,
+    bucket_start,
     check_bounds,
     check_browse,
     check_queue,
@@ -43,6 +45,7 @@ else:
     _Base = object
 
 
+EXACT_SERIES = 6 * 3600  # finished_series reads the executions for windows up to this long
 RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_browse_rare
 
 
@@ -129,16 +132,29 @@ class SQLiteViews(_Base):
     def finished_series(
         self, since: float, step: float = 60.0, now: float | None = None
     ) -> list[tuple[float, str, int]]:
+        """Exact over the executions for windows up to EXACT_SERIES seconds; a longer one with
+        whole-minute steps is read from the per-minute rollup, exact to the minute."""
         check_series(since, step)
-        params = {"since": since, "step": step, "now": self._now(now)}
+        at = self._now(now)
+        params = {"since": since, "step": step, "now": at}
+        if at - since <= EXACT_SERIES or step % 60:
+            with self._read() as db:
+                return [(float(b), o, n) for b, o, n in db.execute(Q["finished_series"], params)]
+        found: dict[tuple[float, str], int] = {}
         with self._read() as db:
-            return [(float(b), o, n) for b, o, n in db.execute(Q["finished_series"], params)]
+            for minute, outcome, n in db.execute(Q["finished_minutes"], params):
+                key = (bucket_start(minute, since, step), outcome)
+                found[key] = found.get(key, 0) + n
+        return [(b, o, n) for (b, o), n in sorted(found.items())]
 
     def execution_stats(self, bounds: Sequence[float], now: float | None = None) -> list[ExecutionStats]:
+        """From exec_stats (kept by triggers): durations rounded up to 1 ms under 1 s, 10 ms
+        under 10 s and 1 s beyond, exact for bounds that are whole numbers of those units."""
         limits = check_bounds(bounds)
         with self._read() as db:
-            rows = db.execute(Q["execution_stats"], {"bounds": json.dumps(limits)}).fetchall()
-        return gather_stats(rows, len(limits))
+            rows = db.execute(Q["execution_stats"]).fetchall()
+        per = [(q, o, bisect.bisect_left(limits, upto), n, seconds) for q, o, upto, n, seconds in rows]
+        return gather_stats(per, len(limits))
 
     def pause(self, queue: str) -> None:
         check_queue(queue)
