@@ -42,7 +42,7 @@ def build(series: dict[str, Any]) -> Chart:
             key = outcome if outcome in OUTCOMES else "other"
             stack[key] += count
             total[key] += count
-        stacks.append((bucket["start"], stack))
+        stacks.append((bucket["start_at"], stack))
     peak = max((sum(s.values()) for _, s in stacks), default=0)
     bars: list[Bar] = []
     slot = WIDTH / max(1, len(stacks))

@@ -98,7 +98,7 @@ class Source:
                     "name": name,
                     "counts": counts,
                     "total": sum(counts.values()),
-                    "oldest_waiting": _iso(oldest),
+                    "oldest_due_at": _iso(oldest),
                     "oldest_waiting_age_seconds": None if oldest is None else max(0.0, now - oldest),
                     "paused": bool(stats.paused) if stats else False,
                     # Final-state counts of a very large queue may be estimates (the page says so).
@@ -156,8 +156,8 @@ class Source:
                 "queues": list(w.queues),
                 "slots": w.slots,
                 "busy": w.busy,
-                "started": _iso(w.started_at),
-                "seen": _iso(w.seen_at),
+                "started_at": _iso(w.started_at),
+                "seen_at": _iso(w.seen_at),
                 "lost": w.lost,
             }
             for w in sorted(beats, key=lambda w: (w.lost, w.host, w.pid))
@@ -171,7 +171,7 @@ class Source:
 
 def _buckets(rows: list[tuple[float, str, int]], start: float, span: float, step: float) -> dict[str, Any]:
     """Per-minute rows summed into `span / step` buckets of `step` seconds from `start` (aligned
-    to whole steps): {"step_seconds", "since", "buckets": [{"start", "counts": {outcome: n}}]}."""
+    to whole steps): {"step_seconds", "since_at", "buckets": [{"start_at", "counts": {outcome: n}}]}."""
     first = (start // step + 1) * step if start % step else start
     count = int(span // step)
     buckets: list[dict[str, int]] = [{} for _ in range(count)]
@@ -181,8 +181,8 @@ def _buckets(rows: list[tuple[float, str, int]], start: float, span: float, step
             buckets[index][outcome] = buckets[index].get(outcome, 0) + int(n)
     return {
         "step_seconds": step,
-        "since": _iso(first),
-        "buckets": [{"start": _iso(first + i * step), "counts": c} for i, c in enumerate(buckets)],
+        "since_at": _iso(first),
+        "buckets": [{"start_at": _iso(first + i * step), "counts": c} for i, c in enumerate(buckets)],
     }
 
 
