@@ -45,8 +45,15 @@ def test_dashboard_serves_the_store_and_stops_on_sigterm(url) -> None:
         urllib.request.urlopen(served.address, timeout=2)
 
 
+def made(tmp_path) -> str:
+    """A SQLite store that exists (reading commands never create one)."""
+    url = f"sqlite:///{tmp_path}/jobs.db"
+    tinyjobs.App(url).store.close()
+    return url
+
+
 def test_ctrl_c_stops_it_cleanly(tmp_path) -> None:
-    served = Served("--url", f"sqlite:///{tmp_path}/jobs.db", "dashboard", "--port", "0", "--prefix", "/ops/")
+    served = Served("--url", made(tmp_path), "dashboard", "--port", "0", "--prefix", "/ops/")
     assert served.address.endswith("/ops/")
     assert http(served.address)[0] == 200
     assert http(served.address.replace("/ops/", "/"))[0] == 404
@@ -54,7 +61,7 @@ def test_ctrl_c_stops_it_cleanly(tmp_path) -> None:
 
 
 def test_non_loopback_host_needs_auth_or_no_auth(tmp_path) -> None:
-    db = f"sqlite:///{tmp_path}/jobs.db"
+    db = made(tmp_path)
     command = [sys.executable, "-m", "tinyjobs", "--url", db, "dashboard", "--host", "0.0.0.0", "--port", "0"]
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("TINYJOBS_DASHBOARD_")}
     refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=30)
@@ -78,9 +85,7 @@ def test_basic_auth_from_the_environment(tmp_path) -> None:
     import base64
 
     env = {"TINYJOBS_DASHBOARD_USER": "ops", "TINYJOBS_DASHBOARD_PASSWORD": "s3cret-pass"}
-    served = Served(
-        "--url", f"sqlite:///{tmp_path}/jobs.db", "dashboard", "--host", "0.0.0.0", "--port", "0", env=env
-    )
+    served = Served("--url", made(tmp_path), "dashboard", "--host", "0.0.0.0", "--port", "0", env=env)
     try:
         port = served.address.rsplit(":", 1)[1].rstrip("/")
         base = f"http://127.0.0.1:{port}/"
@@ -109,3 +114,17 @@ def test_metrics_command_prints_what_metrics_serves(url) -> None:
     families = {f.name: f for f in text_string_to_metric_families(done.stdout)}
     jobs = {(s.labels["queue"], s.labels["state"]): s.value for s in families["tinyjobs_jobs"].samples}
     assert jobs[("reports", "waiting")] == 1
+
+
+def test_memory_and_missing_stores_are_refused(tmp_path) -> None:
+    missing = f"sqlite:///{tmp_path}/none.db"
+    for command in (["dashboard", "--port", "0"], ["metrics"]):
+        for url, says in (("memory://", "in-memory store"), (missing, "nothing at")):
+            done = subprocess.run(
+                [sys.executable, "-m", "tinyjobs", "--url", url, *command],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 2 and says in done.stderr, (command, url, done.stderr)
+    assert not (tmp_path / "none.db").exists()

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from .common import EXIT_USAGE, handle_errors, load_app, resolve_url
+from .common import EXIT_USAGE, command_app, handle_errors
 
 
 @click.command()
@@ -51,7 +51,7 @@ def dashboard(ctx, app_spec, host, port, read_only, prefix, no_auth) -> None:
         _usage(
             f"the dashboard needs its optional extra: pip install 'tinyjobs[dashboard]' ({err.name} missing)"
         )
-    app = load_app(app_spec, resolve_url(ctx))
+    app = command_app(ctx, app_spec, reading=True)  # memory:// refused; never creates a store
     wsgi_app = make_app(app, read_only=read_only, auth=auth, prefix=prefix)
     if auth is not None and not is_loopback(host):
         click.echo("tinyjobs: basic auth sends the password in clear: serve it behind TLS", err=True)
@@ -76,7 +76,7 @@ def metrics(ctx, app_spec) -> None:
     """Print the Prometheus metrics once, as /metrics serves them."""
     from ..dashboard.metrics import render
 
-    app = load_app(app_spec, resolve_url(ctx))
+    app = command_app(ctx, app_spec, reading=True)
     try:
         click.echo(render(app.store, list(app.queues), now=app.now()), nl=False)
     finally:
