@@ -13,7 +13,6 @@ from typing import Any
 from ..app import App
 from ..job import STATES, Job
 from ..stores.base import JobFilter
-from .series import MinuteSeries
 
 # fn(task name, arguments) -> the arguments to show; set by the app (`app.redact_args = fn`)
 # or given to make_app(redact=...). Secrets in arguments then never reach a page or the JSON.
@@ -32,7 +31,6 @@ class Source:
     def __init__(self, app: App, redact: Redact | None = None) -> None:
         self.app = app
         self._redact = redact
-        self._minutes = MinuteSeries()
 
     @property
     def store(self) -> Any:
@@ -120,9 +118,7 @@ class Source:
         the last day, from one read of the store's series (per minute over the day)."""
         now = self.now()
         since = (now - 86400.0) // DAY_STEP * DAY_STEP + DAY_STEP  # whole 15-min buckets
-        rows = self._minutes.read(
-            lambda start: self.store.finished_series(start, step=HOUR_STEP, now=self.app.now()), since, now
-        )
+        rows = self.store.finished_series(since, step=HOUR_STEP, now=self.app.now())
         return {
             "hour": _buckets(rows, now - 3600.0, 3600.0, HOUR_STEP),
             "day": _buckets(rows, since, 86400.0, DAY_STEP),
