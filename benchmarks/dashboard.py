@@ -134,7 +134,7 @@ def main() -> None:
     ]
     print(f"{'path':40} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8}")
     for path in paths:
-        _, first = call(dash, path)  # cold: the overview's series cache starts empty
+        _, first = call(dash, path)  # the first: caches of the store and the OS are cold
         times = []
         for _ in range(args.requests):
             status, ms = call(dash, path)
