@@ -79,7 +79,9 @@ def jobs(dash: Dashboard, request: Request) -> Response:
     except (BadRequest, ValueError) as err:
         return dash.refuse(request, str(err), 400)
     params = {k: request.query.get(k, "") for k in ("state", "queue", "task", "q")}
-    queue_names = [q["name"] for q in dash.source.queues()]
+    # The app's queues for the filter's suggestions: counting every queue's jobs here would
+    # cost this page as much as the queues page.
+    queue_names = dash.app.known_queues()
     return page(
         dash,
         request,
