@@ -37,6 +37,12 @@ def test_the_wheel_carries_the_supervisor_and_the_query_files(wheel):
             for p in (ROOT / "tinyjobs/stores" / folder).glob(f"*{pattern}")
         }
         assert shipped == in_repo
+    for folder in ("templates", "static"):
+        shipped = {n for n in names if n.startswith(f"tinyjobs/dashboard/{folder}/")}
+        in_repo = {
+            f"tinyjobs/dashboard/{folder}/{p.name}" for p in (ROOT / "tinyjobs/dashboard" / folder).iterdir()
+        }
+        assert shipped == in_repo and shipped
 
 
 def test_the_wheel_imports_from_outside_the_repository(wheel, tmp_path):
@@ -58,6 +64,17 @@ def test_the_wheel_imports_from_outside_the_repository(wheel, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("tinyjobs.supervisor ") and str(target) in done.stdout
+    # Without the dashboard extra (-S: no site-packages, so no Jinja2) make_app names the extra.
+    code = "from tinyjobs.dashboard import make_app; make_app('memory://')"
+    done = subprocess.run(
+        [sys.executable, "-P", "-S", "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "pip install 'tinyjobs[dashboard]'" in done.stderr, done.stderr
 
 
 THIRD_PARTY_HOME = {
@@ -67,6 +84,9 @@ THIRD_PARTY_HOME = {
     "click": "tinyjobs/cli",
     "setproctitle": "supervisor",
     "structlog": "tinyjobs/log.py",
+    "jinja2": "tinyjobs/dashboard",
+    "markupsafe": "tinyjobs/dashboard",
+    "waitress": "tinyjobs/dashboard",
 }
 LEAVES = ("job", "errors", "clock", "retry", "serialization", "durations", "urls", "holder")
 

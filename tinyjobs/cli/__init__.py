@@ -73,6 +73,8 @@ for module_name, attr in (
     ("queues", "pause"),
     ("queues", "resume"),
     ("queues", "delete"),
+    ("dashboard", "dashboard"),
+    ("dashboard", "metrics"),
 ):
     try:
         module = importlib.import_module(f"{__name__}.{module_name}")
