@@ -16,14 +16,15 @@ from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
-from . import claims, settle
+from . import claims, settle, steps
 from .config import Settings
 from .connection import Connections
+from .enqueue import caller_steps, existing, read_one, send_one
 from .enqueue import enqueue as enqueue_tx
-from .enqueue import existing, read_one, send_one
 from .listen import Listener
-from .rows import NCOLS, to_execution, to_job
+from .rows import NCOLS, to_job
 from .sqlfiles import queries
+from .steps import drive
 
 T = TypeVar("T")
 
@@ -114,7 +115,8 @@ class PostgresStore:
         if not isinstance(conn, psycopg.Connection):
             raise NotSupported(
                 "conn= takes a sync psycopg 3 Connection (from Django: connection.connection; "
-                f"from SQLAlchemy: session.connection().connection.driver_connection), not {conn!r}"
+                "from SQLAlchemy: session.connection().connection.driver_connection), not "
+                f"{type(conn).__name__}; a psycopg.AsyncConnection goes to aenqueue(conn=...)"
             )
         if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             with conn.transaction(), conn.cursor() as cur:
@@ -123,11 +125,7 @@ class PostgresStore:
             return self._enqueue_cur(cur, jobs, now)
 
     def _enqueue_cur(self, cur: Any, jobs: Sequence[NewJob], now: float | None) -> list[Job]:
-        cur.execute(self.q["raise_sync_commit"])
-        if now is None:  # the caller's transaction may be old: use the clock, not now()
-            cur.execute(self.q["clock"])
-            now = cur.fetchone()[0]
-        return enqueue_tx(cur, self.q, jobs, now, self._channel)
+        return drive(cur, caller_steps(self.q, jobs, now, self._channel))
 
     def claim(
         self,
@@ -233,14 +231,7 @@ class PostgresStore:
         cancelled on record); a running one is marked (JOB-08)."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> bool:
-            cur.execute(self.q["cancel"], {"id": job_id, "channel": self._channel})
-            row = cur.fetchone()
-            if row is None:
-                return False
-            if row[1]:
-                cur.execute(self.q["forget"], {"ids": [job_id]})
-                settle.cascade(cur, self.q, now, [job_id], ["was cancelled"])
-            return True
+            return drive(cur, steps.cancel(self.q, job_id, now, self._channel))
 
         return self._run(op, idempotent=False)
 
@@ -256,15 +247,7 @@ class PostgresStore:
         """The job's snapshot (with `ahead` and, when asked, executions): one transaction."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> Job | None:
-            cur.execute(self.q["get"], {"now": now, "id": job_id})
-            row = cur.fetchone()
-            if row is None:
-                return None
-            job = to_job(row, row[NCOLS], ahead=row[NCOLS + 1])
-            if executions:
-                cur.execute(self.q["executions"], {"id": job_id})
-                job.executions = [to_execution(r) for r in cur.fetchall()]
-            return job
+            return drive(cur, steps.get(self.q, job_id, now, executions))
 
         return self._run(op, write=False)
 
