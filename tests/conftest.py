@@ -19,13 +19,31 @@ STORES = [
 ]
 
 
-@pytest.fixture(params=STORES)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that uses `store` runs on each store; one marked `sync_and_async` also on each
+    store's async twin (`NAME-async`)."""
+    if "store" not in metafunc.fixturenames:
+        return
+    params = list(STORES)
+    if metafunc.definition.get_closest_marker("sync_and_async"):
+        params = [p for name in STORES for p in (name, f"{name}-async")]
+    metafunc.parametrize("store", params, indirect=True)
+
+
+@pytest.fixture
 def store(request: pytest.FixtureRequest):
-    """Each store in turn, fresh and empty for the test."""
+    """Each store in turn, fresh and empty for the test; `NAME-async` is the store seen
+    through its async twin (support/aio_bridge.py)."""
     marker = request.node.get_closest_marker("requires")
-    instance = request.getfixturevalue(f"{request.param}_store")
+    name, _, api = request.param.partition("-")
+    instance = request.getfixturevalue(f"{name}_store")
+    if api == "async":
+        from support.aio_bridge import AsyncBridge
+
+        instance = AsyncBridge(instance)
+        request.addfinalizer(instance.close_bridge)
     if marker is not None:
         missing = [cap for cap in marker.args if cap not in instance.capabilities]
         if missing:
-            pytest.skip(f"{request.param} store lacks capability {', '.join(missing)}")
+            pytest.skip(f"{name} store lacks capability {', '.join(missing)}")
     return instance

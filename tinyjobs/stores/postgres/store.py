@@ -305,6 +305,12 @@ class PostgresStore:
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
         return self._listener.wait(queues, timeout)
 
+    def aio(self) -> Any:
+        """The async twin of this store's front door (enqueue, get, cancel, retry): aio.py."""
+        from .aio import AsyncPostgresStore
+
+        return AsyncPostgresStore(self.settings, self.q, retry_for=self._conns.retry_for)
+
     def close(self) -> None:
         self._listener.close()
         self._conns.close()

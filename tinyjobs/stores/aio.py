@@ -1,0 +1,103 @@
+"""The async front door of a store: `AsyncStore` (enqueue, get, cancel, retry as coroutines)
+and `async_store(store)`, which gives each store's own.
+
+PostgreSQL and Redis have async clients, so their stores give an async twin that speaks to the
+server on the event loop (`store.aio()`: postgres/aio.py on psycopg's AsyncConnection,
+redis/aio.py on redis.asyncio), sending the same statements and scripts as the sync store.
+
+SQLite and memory have none: sqlite3 is a blocking C library (aiosqlite itself is a thread per
+connection), and the memory store is a lock shared with worker threads. `ThreadedStore` runs
+their sync calls in a bounded pool of threads, so that the loop never waits on a write (an
+fsync under `synchronous=FULL` takes milliseconds) nor on the memory store's lock. The bound
+(4 threads) is small on purpose: SQLite takes one writer at a time, so more threads would
+only queue on its lock, each holding a connection and a file descriptor. The calls keep the
+sync store's semantics exactly, since they are the sync store's calls.
+
+`conn=` on SQLite: a sqlite3 connection belongs to the thread that made it, so the write runs
+on the caller's thread, in the caller's transaction (JOB-02). It is the caller's own
+connection, already used on this loop; the insert waits on no fsync (the caller's commit
+does)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from ..job import Job
+from .base import NewJob, Store
+
+T = TypeVar("T")
+THREADS = 4
+
+
+@runtime_checkable
+class AsyncStore(Protocol):
+    """The front door of a store as coroutines, with the semantics, errors and guarantees of
+    the Store methods of the same names (see base.py): an enqueue that returned is durable."""
+
+    url: str
+    capabilities: frozenset[str]
+
+    async def enqueue(
+        self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None
+    ) -> list[Job]: ...
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None: ...
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool: ...
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool: ...
+
+    async def aclose(self) -> None:
+        """Release this event loop's connections; the async store is unusable afterwards."""
+        ...
+
+
+def async_store(store: Store) -> AsyncStore:
+    """The store's async twin: its own (`store.aio()`) when it has one, else its sync calls in
+    a bounded pool of threads."""
+    make = getattr(store, "aio", None)
+    return make() if make is not None else ThreadedStore(store)
+
+
+class ThreadedStore:
+    """A sync store's front door in a bounded pool of threads (SQLite, memory: see above)."""
+
+    def __init__(self, store: Store, threads: int = THREADS) -> None:
+        self.store = store
+        self.url = store.url
+        self.capabilities = store.capabilities
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._pool is None or self._pid != os.getpid():  # a fork keeps no threads
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tinyjobs-aio")
+            self._pid = os.getpid()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        if conn is not None:  # the caller's connection, on the caller's thread (see above)
+            return self.store.enqueue(jobs, now, conn=conn)
+        return await self._call(self.store.enqueue, jobs, now)
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        return await self._call(self.store.get, job_id, now, executions=executions)
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool:
+        return await self._call(self.store.cancel, job_id, now)
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool:
+        return await self._call(self.store.retry, job_id, now)
+
+    async def aclose(self) -> None:
+        """Stop the threads (the sync store stays open: it belongs to the App)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
