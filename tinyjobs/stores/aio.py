@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..job import Job
 from .base import NewJob, Store
@@ -101,3 +101,56 @@ class ThreadedStore:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False)
+
+
+class LoopLocal(Generic[T]):
+    """One T (a pool of connections) per event loop, made on first use in that loop.
+
+    An async client's connections belong to the loop that opened them, so each loop gets its
+    own. When the loop shuts down (the end of asyncio.run, Runner.close: their
+    shutdown_asyncgens), the T is closed by `close` on that loop, so that nothing is left
+    open: a keeper async generator, started in the loop, runs the close in its `finally`. A
+    loop closed without that is found at the next use in any loop and its T `abandon`ed
+    (closed without the loop). After a fork, the parent's Ts are left alone, unused."""
+
+    def __init__(
+        self,
+        make: Callable[[], T],
+        close: Callable[[T], Awaitable[None]],
+        abandon: Callable[[T], None] = lambda item: None,
+    ) -> None:
+        self._make, self._close, self._abandon = make, close, abandon
+        self._items: dict[int, tuple[asyncio.AbstractEventLoop, T, AsyncIterator[None]]] = {}
+        self._pid = os.getpid()
+
+    async def get(self) -> T:
+        loop = asyncio.get_running_loop()
+        if self._pid != os.getpid():
+            self._items, self._pid = {}, os.getpid()
+        entry = self._items.get(id(loop))
+        if entry is not None and entry[0] is loop:
+            return entry[1]
+        for key, (other, item, _) in list(self._items.items()):
+            if other.is_closed():
+                del self._items[key]
+                self._abandon(item)
+        item = self._make()
+        keeper = self._keeper(loop, item)
+        await keeper.__anext__()  # registers it with this loop's shutdown_asyncgens
+        self._items[id(loop)] = (loop, item, keeper)
+        return item
+
+    async def _keeper(self, loop: asyncio.AbstractEventLoop, item: T) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            entry = self._items.get(id(loop))
+            if entry is not None and entry[0] is loop:
+                del self._items[id(loop)]
+            await self._close(item)
+
+    async def close(self) -> None:
+        """Close this loop's T now (the others close with their loops)."""
+        entry = self._items.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None and self._pid == os.getpid():
+            await entry[2].aclose()  # type: ignore[attr-defined]

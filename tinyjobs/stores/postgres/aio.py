@@ -16,9 +16,7 @@ connections of one loop; callers beyond it wait their turn without blocking the 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -28,6 +26,7 @@ from psycopg import errors as pgerrors
 
 from ...errors import NotSupported, StoreError, StoreUnavailable
 from ...job import Job
+from ..aio import LoopLocal
 from ..base import NewJob
 from . import steps
 from .config import Settings
@@ -75,6 +74,12 @@ class _Pool:
         for conn in conns:
             await self.discard(conn)
 
+    def abandon(self) -> None:
+        """Close the sockets of a pool whose loop is gone (libpq's finish needs no loop)."""
+        conns, self.all, self.idle = list(self.all), set(), []
+        for conn in conns:
+            conn.pgconn.finish()
+
 
 class AsyncPostgresStore:
     """enqueue, get, cancel and retry of a PostgresStore's schema, as coroutines."""
@@ -90,27 +95,16 @@ class AsyncPostgresStore:
         self.retry_for = retry_for
         self.size = size
         self._channel = settings.channel
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
-        self._pid = os.getpid()
+        self._pools = LoopLocal(lambda: _Pool(settings, size), _Pool.close, _Pool.abandon)
         self.closed = False
-
-    def _pool(self) -> _Pool:
-        """This loop's pool (a fresh set after a fork: no connection crosses one)."""
-        if self._pid != os.getpid():
-            self._pools, self._pid = weakref.WeakKeyDictionary(), os.getpid()
-        if self.closed:
-            raise StoreError("the PostgreSQL store is closed")
-        loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is None:
-            pool = self._pools[loop] = _Pool(self.settings, self.size)
-        return pool
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[tuple[psycopg.AsyncConnection, bool]]:
         """A connection of this loop's pool, back to the pool when it is idle and healthy
         afterwards, else closed (an error or a cancellation may leave it mid-transaction)."""
-        pool = self._pool()
+        if self.closed:
+            raise StoreError("the PostgreSQL store is closed")
+        pool = await self._pools.get()
         async with pool.slots:
             conn, weak = pool.idle.pop() if pool.idle else await pool.connect()
             healthy = False
@@ -286,16 +280,10 @@ class AsyncPostgresStore:
             return False
 
     async def aclose(self) -> None:
-        """Close this loop's connections; the store is unusable afterwards. Pools of other
-        loops are closed with their loop."""
+        """Close this loop's connections; the store is unusable afterwards. The pools of
+        other loops close when their loops shut down."""
         self.closed = True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        pool = self._pools.pop(loop, None)
-        if pool is not None and self._pid == os.getpid():
-            await pool.close()
+        await self._pools.close()
 
 
 class _Dropped(Exception):

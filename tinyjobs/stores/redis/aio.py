@@ -11,9 +11,7 @@ each with a pool of at most `size` connections; callers beyond it wait without b
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,6 +22,7 @@ from redis.retry import Retry
 
 from ...errors import StoreError
 from ...job import Job
+from ..aio import LoopLocal
 from ..base import NewJob
 from . import codec
 from .connection import RETRY_FOR, _never_sent
@@ -45,32 +44,23 @@ class AsyncRedisStore:
         self._conn = store._conn  # URL, prefix, options and the masked form, parsed once
         self._scripts = store._scripts
         self.size = size
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
-        self._pid = os.getpid()
+        self._clients = LoopLocal(self._make, _close, _abandon)
         self.closed = False
 
-    def _client(self) -> Any:
-        """This loop's client (fresh ones after a fork: no connection crosses one)."""
-        if self._pid != os.getpid():
-            self._clients, self._pid = weakref.WeakKeyDictionary(), os.getpid()
-        if self.closed:
-            raise StoreError("the Redis store is closed")
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            settings: dict[str, Any] = {
-                "decode_responses": True,
-                "socket_connect_timeout": 5.0,
-                "socket_timeout": 30.0,
-                "health_check_interval": 30,
-                "retry": Retry(NoBackoff(), 0),  # we retry ourselves, only where it is safe
-                "max_connections": self.size,
-                "timeout": None,  # wait for a free connection as long as it takes
-            }
-            settings.update(self._conn.options)
-            pool = aredis.BlockingConnectionPool.from_url(self._conn.client_url, **settings)
-            client = self._clients[loop] = aredis.Redis(connection_pool=pool)
-        return client
+    def _make(self) -> Any:
+        """A client with a pool of at most `size` connections, for one event loop."""
+        settings: dict[str, Any] = {
+            "decode_responses": True,
+            "socket_connect_timeout": 5.0,
+            "socket_timeout": 30.0,
+            "health_check_interval": 30,
+            "retry": Retry(NoBackoff(), 0),  # we retry ourselves, only where it is safe
+            "max_connections": self.size,
+            "timeout": None,  # wait for a free connection as long as it takes
+        }
+        settings.update(self._conn.options)
+        pool = aredis.BlockingConnectionPool.from_url(self._conn.client_url, **settings)
+        return aredis.Redis(connection_pool=pool)
 
     async def _call(self, fn: Callable[[Any], Awaitable[T]], safe: bool = True) -> T:
         """As Connection.call: retried with backoff for RETRY_FOR seconds when `safe` or when
@@ -79,7 +69,9 @@ class AsyncRedisStore:
         delay = 0.02
         while True:
             try:
-                return await fn(self._client())
+                if self.closed:
+                    raise StoreError("the Redis store is closed")
+                return await fn(await self._clients.get())
             except (redis.ConnectionError, redis.TimeoutError) as err:
                 if not (safe or _never_sent(err)) or time.monotonic() + delay > deadline:
                     raise self._conn.unavailable(err) from None
@@ -109,12 +101,22 @@ class AsyncRedisStore:
         return await self._run("retry", [codec.now_arg(now), job_id]) == 1
 
     async def aclose(self) -> None:
-        """Close this loop's client; the store is unusable afterwards."""
+        """Close this loop's client; the store is unusable afterwards. The clients of other
+        loops close when their loops shut down."""
         self.closed = True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        client = self._clients.pop(loop, None)
-        if client is not None and self._pid == os.getpid():
-            await client.aclose()
+        await self._clients.close()
+
+
+async def _close(client: Any) -> None:
+    await client.aclose(close_connection_pool=True)
+
+
+def _abandon(client: Any) -> None:
+    """Drop the connections of a client whose loop is gone: their sockets close with them
+    (redis.asyncio needs a running loop to close a connection)."""
+    pool = client.connection_pool
+    for conn in [*pool._available_connections, *pool._in_use_connections]:
+        writer, conn._writer, conn._reader = conn._writer, None, None
+        sock = getattr(getattr(writer, "transport", None), "_sock", None)
+        if sock is not None:
+            sock.close()
