@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 import tinyjobs
-from tinyjobs.errors import ConfigError, NotSupported, SerializationError
+from tinyjobs.errors import ConfigError, JobNotFound, NotSupported, SerializationError
 
 
 @pytest.fixture
@@ -140,3 +140,18 @@ def test_aenqueue_conn_is_refused_clearly_where_it_cannot_reach(app, store):
         with pytest.raises(ConfigError, match="sqlite3.Connection"):
             asyncio.run(_reply(app).aenqueue(message_id=1, conn=object()))
     assert app.jobs() == []
+
+
+def test_a_refused_job_fails_only_its_own_caller_among_concurrent_aenqueues(app):
+    """Concurrent aenqueues share batches (tinyjobs.stores.aio.Grouped): one caller's parent
+    that does not exist fails that caller alone, and writes nothing of its own."""
+
+    async def main():
+        fine = [_reply(app).aenqueue(message_id=i) for i in range(20)]
+        refused = _reply(app).aenqueue(message_id=99, after="no-such-job")
+        return await asyncio.gather(*fine, refused, return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert isinstance(results[-1], JobNotFound) and "no-such-job" in str(results[-1])
+    assert all(job.created for job in results[:-1])
+    assert sorted(j.args["message_id"] for j in app.jobs(limit=100)) == list(range(20))

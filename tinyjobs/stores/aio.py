@@ -27,11 +27,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from ..errors import StoreUnavailable
 from ..job import Job
 from .base import NewJob, Store
 
 T = TypeVar("T")
 THREADS = 4
+IN_FLIGHT = 4  # enqueue batches of one loop in flight at once
+BATCH = 500  # jobs in one batch at most
 
 
 @runtime_checkable
@@ -59,9 +62,9 @@ class AsyncStore(Protocol):
 
 def async_store(store: Store) -> AsyncStore:
     """The store's async twin: its own (`store.aio()`) when it has one, else its sync calls in
-    a bounded pool of threads."""
+    a bounded pool of threads; concurrent enqueues grouped (`Grouped`)."""
     make = getattr(store, "aio", None)
-    return make() if make is not None else ThreadedStore(store)
+    return Grouped(make() if make is not None else ThreadedStore(store))
 
 
 class ThreadedStore:
@@ -154,3 +157,121 @@ class LoopLocal(Generic[T]):
         entry = self._items.pop(id(asyncio.get_running_loop()), None)
         if entry is not None and self._pid == os.getpid():
             await entry[2].aclose()  # type: ignore[attr-defined]
+
+
+class Grouped:
+    """An async store whose concurrent enqueues go in shared batches (group commit).
+
+    Fifty tasks that each await `aenqueue` would make fifty round trips and fifty commits,
+    and the loop would run fifty clients' worth of callbacks. Here an enqueue joins the
+    pending list of its loop; up to IN_FLIGHT flushers each send everything pending as one
+    `enqueue` (one script, one transaction, one fsync), then resolve each caller with its
+    own jobs' snapshots. A caller alone goes out at the next turn of the loop, in a batch of
+    its own, by the store's single-job path.
+
+    The guarantees are the store's: a caller's result comes after the batch committed
+    (acknowledged = durable); a caller's own jobs are all-or-nothing (the batch is); ids and
+    keys repeated across callers dedupe as they would in turn (the first one is added). A
+    batch refused for one caller's job (a parent in `after=` that does not exist) is sent
+    again caller by caller, so only that caller gets the error. StoreUnavailable reaches
+    every caller of the batch, as it would have reached each. `conn=` never joins a batch:
+    it writes in the caller's own transaction."""
+
+    def __init__(self, inner: AsyncStore) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.capabilities = inner.capabilities
+        self._batches = LoopLocal(_Pending, _no_close)
+
+    async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        if conn is not None or not jobs:
+            return await self.inner.enqueue(jobs, now, conn=conn)
+        pending = await self._batches.get()
+        future: asyncio.Future[list[Job]] = asyncio.get_running_loop().create_future()
+        pending.items.append((list(jobs), now, future))
+        if pending.flying < IN_FLIGHT:
+            pending.flying += 1
+            pending.tasks.add(asyncio.create_task(self._flush(pending)))
+        return await future
+
+    async def _flush(self, pending: _Pending) -> None:
+        try:
+            while pending.items:
+                await self._send(pending.take())
+        finally:
+            pending.flying -= 1
+            pending.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+
+    async def _send(self, batch: list[_Item]) -> None:
+        now = batch[0][1]
+        try:
+            out = await self.inner.enqueue([job for jobs, _, _ in batch for job in jobs], now)
+        except Exception as err:
+            if len(batch) == 1 or isinstance(err, StoreUnavailable):
+                for _, _, future in batch:
+                    _settle(future, error=err)
+                return
+            for jobs, now, future in batch:  # one caller's job spoilt the batch: each alone
+                try:
+                    _settle(future, await self.inner.enqueue(jobs, now))
+                except Exception as one:
+                    _settle(future, error=one)
+            return
+        except BaseException:
+            for _, _, future in batch:
+                future.cancel()
+            raise
+        start = 0
+        for jobs, _, future in batch:
+            _settle(future, out[start : start + len(jobs)])
+            start += len(jobs)
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        return await self.inner.get(job_id, now, executions=executions)
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool:
+        return await self.inner.cancel(job_id, now)
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool:
+        return await self.inner.retry(job_id, now)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+_Item = tuple[list[NewJob], float | None, "asyncio.Future[list[Job]]"]
+
+
+class _Pending:
+    """One loop's enqueues waiting for a flusher, and the flushers running."""
+
+    def __init__(self) -> None:
+        self.items: list[_Item] = []
+        self.flying = 0
+        self.tasks: set[asyncio.Task[None]] = set()  # referenced, so that none is collected
+
+    def take(self) -> list[_Item]:
+        """The next batch: the oldest items with the same `now`, up to BATCH jobs."""
+        now, count, taken = self.items[0][1], 0, 0
+        for jobs, item_now, _ in self.items:
+            if item_now != now or (taken and count + len(jobs) > BATCH):
+                break
+            count += len(jobs)
+            taken += 1
+        batch, self.items = self.items[:taken], self.items[taken:]
+        return batch
+
+
+async def _no_close(pending: _Pending) -> None:
+    return None
+
+
+def _settle(
+    future: asyncio.Future[list[Job]], result: list[Job] | None = None, error: BaseException | None = None
+) -> None:
+    if future.done():  # its caller was cancelled meanwhile
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result or [])
