@@ -31,7 +31,9 @@ class AsyncCalls:
     _astore: AsyncStore | None = None
 
     if TYPE_CHECKING:
-        store: Store
+
+        @property
+        def store(self) -> Store: ...
 
         def now(self) -> float | None: ...
 

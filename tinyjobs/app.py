@@ -194,13 +194,13 @@ class App(AsyncCalls):
         queue: str = DEFAULT_QUEUE,
         catch_up: float | str | None = None,
         name: str | None = None,
-    ) -> Callable[[Callable[..., Any]], Task]:
+    ) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
         """Register a handler `fn(run)` as a task fired once per due time of the croniter
         expression `expr` (five fields, or six with seconds) in time zone `tz` (CRON-01); the
         task and schedule are named after the function unless `name=` says otherwise."""
         from .cron import register
 
-        def decorate(fn: Callable[..., Any]) -> Task:
+        def decorate(fn: Callable[..., Any]) -> Task[Any, Any]:
             return register(self, fn, expr, tz=tz, queue=queue, catch_up=catch_up, name=name)
 
         return decorate
@@ -213,7 +213,7 @@ class App(AsyncCalls):
         names = list(queues) if queues else self.known_queues()
         return {n: self.queues[n].policy if n in self.queues else QueuePolicy(n) for n in names}
 
-    def timeout_for(self, task: Task) -> float | None:
+    def timeout_for(self, task: Task[Any, Any]) -> float | None:
         """The task's timeout, else its queue's."""
         if task.timeout is not None:
             return task.timeout

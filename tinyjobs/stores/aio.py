@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -123,7 +123,7 @@ class LoopLocal(Generic[T]):
         abandon: Callable[[T], None] = lambda item: None,
     ) -> None:
         self._make, self._close, self._abandon = make, close, abandon
-        self._items: dict[int, tuple[asyncio.AbstractEventLoop, T, AsyncIterator[None]]] = {}
+        self._items: dict[int, tuple[asyncio.AbstractEventLoop, T, AsyncGenerator[None, None]]] = {}
         self._pid = os.getpid()
 
     async def get(self) -> T:
@@ -143,7 +143,7 @@ class LoopLocal(Generic[T]):
         self._items[id(loop)] = (loop, item, keeper)
         return item
 
-    async def _keeper(self, loop: asyncio.AbstractEventLoop, item: T) -> AsyncIterator[None]:
+    async def _keeper(self, loop: asyncio.AbstractEventLoop, item: T) -> AsyncGenerator[None, None]:
         try:
             yield
         finally:
@@ -156,7 +156,7 @@ class LoopLocal(Generic[T]):
         """Close this loop's T now (the others close with their loops)."""
         entry = self._items.pop(id(asyncio.get_running_loop()), None)
         if entry is not None and self._pid == os.getpid():
-            await entry[2].aclose()  # type: ignore[attr-defined]
+            await entry[2].aclose()
 
 
 class Grouped:
@@ -200,7 +200,7 @@ class Grouped:
                 await self._send(pending.take())
         finally:
             pending.flying -= 1
-            pending.tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+            pending.tasks.discard(asyncio.current_task())
 
     async def _send(self, batch: list[_Item]) -> None:
         now = batch[0][1]
