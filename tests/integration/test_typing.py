@@ -24,7 +24,8 @@ def test_mypy_checks_enqueue_against_the_handlers_parameters(tmp_path):
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-         "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), "--config-file", os.devnull, str(ok), str(wrong)],
+         "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
+         "--config-file", os.devnull, str(ok), str(wrong)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert "Traceback" not in proc.stderr, proc.stderr
