@@ -34,7 +34,7 @@ from .base import NewJob, Store
 T = TypeVar("T")
 THREADS = 4
 IN_FLIGHT = 4  # enqueue batches of one loop in flight at once
-BATCH = 500  # jobs in one batch at most
+BATCH = 100  # jobs in one batch at most: bounds the loop's work decoding one reply
 
 
 @runtime_checkable
