@@ -155,3 +155,26 @@ def test_a_refused_job_fails_only_its_own_caller_among_concurrent_aenqueues(app)
     assert isinstance(results[-1], JobNotFound) and "no-such-job" in str(results[-1])
     assert all(job.created for job in results[:-1])
     assert sorted(j.args["message_id"] for j in app.jobs(limit=100)) == list(range(20))
+
+
+def test_aenqueue_reconnects_after_its_connections_were_killed(app, store):
+    """As the sync store: a dropped connection is retried with backoff where that is safe (an
+    enqueue is, by id), and the job is added once."""
+    if not store.url.startswith("postgres"):
+        pytest.skip("kills PostgreSQL backends; the other stores' clients are covered by their own tests")
+    import psycopg
+
+    async def main():
+        first = await _reply(app).aenqueue(message_id=1)
+        twin = (await app.astore()).inner
+        pool = await twin._pools.get()
+        pids = [conn.info.backend_pid for conn in pool.all]
+        with psycopg.connect(store.settings.url.split("?", 1)[0], autocommit=True) as admin:
+            for pid in pids:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        second = await _reply(app).aenqueue(message_id=2, id="after-kill")
+        return first, second, pids, await app.aget("after-kill")
+
+    first, second, pids, read = asyncio.run(main())
+    assert pids and second.created and read.args == {"message_id": 2}
+    assert sorted(j.id for j in app.jobs()) == sorted([first.id, "after-kill"])
