@@ -53,6 +53,7 @@ class Arbiter:
         self.loader = AppLoader(config.app_spec, config.url)
         self.health: HealthServer | None = None
         self.leader: Leader | None = None
+        self.store_error: str | None = None  # why the store could not be opened, until it is
         self.pool = Pool(config, self.selector, self._inherited_fds, self.log)
         self._ready_sent = False
         self._next_status = 0.0
@@ -80,11 +81,15 @@ class Arbiter:
         self.signals.install()
         self.selector.register(self.signals.wake_fd, selectors.EVENT_READ, lambda fd, mask: None)
         self.app = self.loader.load()
-        self.log.info("supervisor.starting", url=mask(self.app.url), workers=self.config.workers,
-                      slots=self.config.slots, version=_version())  # fmt: skip
+        self.log.info(
+            "supervisor.starting",
+            url=mask(self.app.url),
+            workers=self.config.workers,
+            slots=self.config.slots,
+            version=_version(),
+        )
         if self.config.socket_path:
-            self.health = HealthServer(self.config.socket_path, self.selector, self.document,
-                                       self.log)  # fmt: skip
+            self.health = HealthServer(self.config.socket_path, self.selector, self.document, self.log)
             self.health.open()
         if not self._open_store():
             return
@@ -168,8 +173,7 @@ class Arbiter:
             self.stop_deadline = now + self.config.drain_timeout + KILL_GRACE
             self.pool.signal_all(signal.SIGTERM, self.stop_deadline)
         else:
-            self.stop_deadline = min(self.stop_deadline or now + STOP_NOW_GRACE,
-                                     now + STOP_NOW_GRACE)  # fmt: skip
+            self.stop_deadline = min(self.stop_deadline or now + STOP_NOW_GRACE, now + STOP_NOW_GRACE)
             self.pool.signal_all(signal.SIGQUIT, self.stop_deadline)
         self.log.info("supervisor.stopping", how=how, workers=len(self.pool.children))
         self.notifier.stopping(self._status(), extend=self.stop_deadline - now + KILL_GRACE)
@@ -220,12 +224,9 @@ class Arbiter:
     def document(self) -> dict[str, Any]:
         """The health document (SUP-09): no secrets (the URL is masked)."""
         now = time.monotonic()
-        workers = [c.health(now) for c in sorted(self.pool.children.values(),
-                                                  key=lambda c: (c.number, c.pid))]  # fmt: skip
-        leader = self.leader.health() if self.leader else {
-            "leader": False, "last_reap": None, "last_cron_tick": None,
-            "store": {"reachable": False, "error": getattr(self, "store_error", None)},
-        }  # fmt: skip
+        children = sorted(self.pool.children.values(), key=lambda c: (c.number, c.pid))
+        workers = [c.health(now) for c in children]
+        leader = self.leader.health() if self.leader else self._before_leading()
         doc = {
             "pid": os.getpid(),
             "uptime": round(now - self.started, 3),
@@ -238,6 +239,15 @@ class Arbiter:
         }
         problems = _problems(doc)
         return {**doc, "healthy": not problems, "problems": problems}
+
+    def _before_leading(self) -> dict[str, Any]:
+        """The leader's part of the health document while the store is not open yet."""
+        return {
+            "leader": False,
+            "last_reap": None,
+            "last_cron_tick": None,
+            "store": {"reachable": False, "error": self.store_error},
+        }
 
     def _inherited_fds(self) -> list[int]:
         """What a forked child closes: the wake-up pipe, the health socket and its clients,

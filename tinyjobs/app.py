@@ -346,10 +346,20 @@ def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
     """The template with its id and payload (dataclasses.replace, without its introspection:
     this runs once per job of an enqueue_many)."""
     return NewJob(
-        id=job_id, task=t.task, queue=t.queue, payload=payload, priority=t.priority, delay=t.delay,
-        at=t.at, key=t.key, group=t.group, after=t.after, max_attempts=t.max_attempts,
-        dedupe=t.dedupe, keep=t.keep,
-    )  # fmt: skip
+        id=job_id,
+        task=t.task,
+        queue=t.queue,
+        payload=payload,
+        priority=t.priority,
+        delay=t.delay,
+        at=t.at,
+        key=t.key,
+        group=t.group,
+        after=t.after,
+        max_attempts=t.max_attempts,
+        dedupe=t.dedupe,
+        keep=t.keep,
+    )
 
 
 def new_id() -> str:

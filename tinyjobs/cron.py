@@ -149,7 +149,6 @@ class CronScheduler:
 
     def __init__(self, app: App, log: Any) -> None:
         self.app, self.log = app, log
-        self.last_tick: float | None = None  # wall time of the last tick, for health
         self._first_seen: dict[str, float] = {}
         self._poll_at = 0.0
 
@@ -166,7 +165,6 @@ class CronScheduler:
             except Exception as err:
                 self.log.error("cron.error", schedule=schedule.name, error=str(err))
                 wait = min(wait, MAX_WAIT)
-        self.last_tick = time.time()
         return max(0.0, wait)
 
     def poll(self) -> float:

@@ -23,11 +23,27 @@ def test_mypy_checks_enqueue_against_the_handlers_parameters(tmp_path):
     ok, wrong = HERE / "typed_ok.py", HERE / "typed_wrong.py"
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-         "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
-         "--config-file", os.devnull, str(ok), str(wrong)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--show-error-codes",
+            "--follow-imports=silent",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--config-file",
+            os.devnull,
+            str(ok),
+            str(wrong),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     found = set()
     for line in proc.stdout.splitlines():

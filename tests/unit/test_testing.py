@@ -84,7 +84,11 @@ def test_the_readme_shows_the_example_that_ci_runs():
     env = {k: v for k, v in os.environ.items() if k != "TINYJOBS_URL"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/test_shop.py"],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout

@@ -53,9 +53,12 @@ def _fail(message: str, as_json: bool, code: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.pass_context
 def check(
-    ctx: click.Context, url: str | None, socket_path: str | None, store_warnings: bool,
+    ctx: click.Context,
+    url: str | None,
+    socket_path: str | None,
+    store_warnings: bool,
     as_json: bool,
-) -> None:  # fmt: skip
+) -> None:
     """Audit the store's durability settings (and, with --socket, the supervisor's health)."""
     url = resolve_url(ctx, url)
     secrets = url_secrets(url)

@@ -183,9 +183,14 @@ def _ids(numbers: list[int]) -> str:
 def failures(sent: Sent, t: Tally, v: Verdict) -> list[str]:
     """Every cause of exit 1, in the order of the report."""
     out: list[str] = []
-    for numbers, what in ((t.lost, "lost"), (t.failed, "failed"), (t.cancelled, "cancelled"),
-                          (t.unfinished, "unfinished"), (t.missing_effect, "without its side effect"),
-                          (t.twice, "enqueued twice")):  # fmt: skip
+    for numbers, what in (
+        (t.lost, "lost"),
+        (t.failed, "failed"),
+        (t.cancelled, "cancelled"),
+        (t.unfinished, "unfinished"),
+        (t.missing_effect, "without its side effect"),
+        (t.twice, "enqueued twice"),
+    ):
         if numbers:
             out.append(f"{plural(len(numbers), 'job')} {what}{_ids(numbers)}")
     if t.unexpected:

@@ -70,8 +70,13 @@ def verify(
 class Verifier:
     """One run of verify against an opened store that holds no other jobs."""
 
-    def __init__(self, s: Settings, store: Store, stop: threading.Event | None = None,
-                 note: Callable[[str], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        s: Settings,
+        store: Store,
+        stop: threading.Event | None = None,
+        note: Callable[[str], None] | None = None,
+    ) -> None:
         self.s, self.store = s, store
         self.stop = stop or threading.Event()
         self.note = note or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -90,8 +95,13 @@ class Verifier:
     def run(self) -> Result:
         directory = Path(tempfile.mkdtemp(prefix="tinyjobs-verify-"))
         create(directory / "ledger.db")
-        env = {"TINYJOBS_URL": self.s.store_url, ENV_QUEUE: self.s.queue, ENV_LEASE: repr(self.s.lease),
-               ENV_LEDGER: str(directory / "ledger.db"), ENV_SLOTS: str(self.s.slots)}  # fmt: skip
+        env = {
+            "TINYJOBS_URL": self.s.store_url,
+            ENV_QUEUE: self.s.queue,
+            ENV_LEASE: repr(self.s.lease),
+            ENV_LEDGER: str(directory / "ledger.db"),
+            ENV_SLOTS: str(self.s.slots),
+        }
         fleet = Fleet(self.s.workers, directory, env, STOP_TIMEOUT, READY_TIMEOUT)
         self.note(self.s.describe())
         try:
@@ -179,9 +189,16 @@ class Verifier:
     def _finish(self, fleet: Fleet, ledger_path: Path) -> Result:
         ledger, ledger_error = self._read_ledger(ledger_path)
         jobs, foreign, others = self._listing()
-        verdict = Verdict(run=self.run_id, fleet=fleet.record, ledger_error=ledger_error,
-                          settled=self.settled, live_left=self.live_left, cut_short=self.stop.is_set(),
-                          others=others, keep=self.s.keep)  # fmt: skip
+        verdict = Verdict(
+            run=self.run_id,
+            fleet=fleet.record,
+            ledger_error=ledger_error,
+            settled=self.settled,
+            live_left=self.live_left,
+            cut_short=self.stop.is_set(),
+            others=others,
+            keep=self.s.keep,
+        )
         verdict.left = self._cleanup(jobs, fleet.all_pids, others)
         worker_errors = fleet.store_errors()
         if worker_errors:

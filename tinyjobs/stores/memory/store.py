@@ -50,7 +50,7 @@ from .rows import (
 URL = "memory://"
 
 
-def open(url: str, **options: Any) -> MemoryStore:  # noqa: A001  (the name every store module uses)
+def open(url: str, **options: Any) -> MemoryStore:
     """A fresh, empty memory store. `url` must be exactly `memory://`; other options are
     accepted for symmetry with the other stores and ignored (there is nothing to tune)."""
     if url != URL:

@@ -66,7 +66,7 @@ class _Pool:
         self.all.discard(conn)
         try:
             await conn.close()
-        except Exception:  # noqa: BLE001  (already broken)
+        except Exception:
             pass
 
     async def close(self) -> None:
@@ -154,8 +154,13 @@ class AsyncPostgresStore:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
 
-    async def _run(self, op: Callable[[psycopg.AsyncCursor, bool], Awaitable[T]], *, write: bool = True,
-                   idempotent: bool = True) -> T:  # fmt: skip
+    async def _run(
+        self,
+        op: Callable[[psycopg.AsyncCursor, bool], Awaitable[T]],
+        *,
+        write: bool = True,
+        idempotent: bool = True,
+    ) -> T:
         """`op(cursor, retrying)` as one transaction, committed."""
 
         async def attempt(conn: psycopg.AsyncConnection, weak: bool, retrying: bool, sent: list[bool]) -> T:
@@ -306,7 +311,7 @@ async def _end_failed(conn: psycopg.AsyncConnection) -> None:
 async def _shield(closing: Awaitable[None]) -> None:
     try:
         await closing
-    except Exception:  # noqa: BLE001  (closing a broken connection)
+    except Exception:
         pass
 
 

@@ -229,5 +229,5 @@ def _close(conn: psycopg.Connection, owner: int) -> None:
         return
     try:
         conn.close()
-    except Exception:  # noqa: BLE001  (already broken)
+    except Exception:  # it is closed anyway: a broken connection may fail to close
         pass

@@ -140,8 +140,7 @@ def enqueue_steps(
         yield q["forget"], {"ids": replaced}
     blocked = [(p, row[0]) for row in written.values() if row[4] == "blocked" for p in row[16]]
     if blocked:
-        yield q["enqueue_deps"], {"parents": [p for p, _ in blocked],
-                                  "children": [c for _, c in blocked]}  # fmt: skip
+        yield q["enqueue_deps"], {"parents": [p for p, _ in blocked], "children": [c for _, c in blocked]}
     missing = [job for job in todo if job.id not in written]
     found = (yield from existing_steps(q, missing, now)) if missing else {}
     out: list[Job | None] = [None] * len(jobs)
@@ -181,12 +180,21 @@ def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> Non
 
 def one_params(job: NewJob, now: float | None) -> dict[str, Any]:
     """The parameters of `enqueue_one` for `job`."""
-    return (
-        {"now": now, "id": job.id, "task": job.task, "queue": job.queue, "payload": job.payload,
-         "priority": job.priority, "delay": float(job.delay),
-         "at": None if job.at is None else float(job.at), "key": job.key, "group": job.group,
-         "max_attempts": job.max_attempts, "dedupe": float(job.dedupe), "keep": float(job.keep)}
-    )  # fmt: skip
+    return {
+        "now": now,
+        "id": job.id,
+        "task": job.task,
+        "queue": job.queue,
+        "payload": job.payload,
+        "priority": job.priority,
+        "delay": float(job.delay),
+        "at": None if job.at is None else float(job.at),
+        "key": job.key,
+        "group": job.group,
+        "max_attempts": job.max_attempts,
+        "dedupe": float(job.dedupe),
+        "keep": float(job.keep),
+    }
 
 
 def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Job:

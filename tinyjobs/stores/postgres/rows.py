@@ -21,9 +21,27 @@ def reported_state(state: str, due: float, now: float) -> str:
 
 def to_job(row: Sequence[Any], now: float, created: bool = True, ahead: int | None = None) -> Job:
     """A Job from a row starting with COLUMNS."""
-    (id_, task, queue, payload, state, priority, attempts, max_attempts, due, created_at,
-     started_at, finished_at, error, result, key, grp, after_ids, cancel_requested,
-     _seq) = row[:NCOLS]  # fmt: skip
+    (
+        id_,
+        task,
+        queue,
+        payload,
+        state,
+        priority,
+        attempts,
+        max_attempts,
+        due,
+        created_at,
+        started_at,
+        finished_at,
+        error,
+        result,
+        key,
+        grp,
+        after_ids,
+        cancel_requested,
+        _seq,
+    ) = row[:NCOLS]
     return Job(
         id=id_,
         task=task,

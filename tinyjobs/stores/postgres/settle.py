@@ -24,8 +24,7 @@ def follow_up(
     caller's transaction."""
     queues = {queue for _, state, queue, _ in ended if state == "pending"}
     done = [job_id for job_id, state, _, deps in ended if deps and state == "done"]
-    dead = [(job_id, _REASON[state]) for job_id, state, _, deps in ended
-            if deps and state in _REASON]  # fmt: skip
+    dead = [(job_id, _REASON[state]) for job_id, state, _, deps in ended if deps and state in _REASON]
     if done:
         # Lock the dependents first: two parents ending at once then see each other's commit.
         cur.execute(q["lock_dependents"], {"ids": done})
@@ -72,8 +71,9 @@ def finish(
     last settled token counts as applied (settlement is idempotent by lease token)."""
     rows = cur.fetchall()
     applied = [row[1] is not None for row in rows]
-    ended = [(settlements[i].job_id, row[1], row[2], row[3])
-             for i, row in enumerate(rows) if row[1] is not None]  # fmt: skip
+    ended = [
+        (settlements[i].job_id, row[1], row[2], row[3]) for i, row in enumerate(rows) if row[1] is not None
+    ]
     due_again = follow_up(cur, q, now, ended)
     if retrying and not all(applied):
         cur.execute(q["settled_before"], {"ids": [s.job_id for s in settlements]})

@@ -13,10 +13,26 @@ from psycopg import sql
 
 # The job columns every snapshot query returns first, in this order (see rows.py).
 COLUMNS = (
-    "id", "task", "queue", "payload", "state", "priority", "attempts", "max_attempts", "due",
-    "created_at", "started_at", "finished_at", "error", "result", "key", "grp", "after_ids",
-    "cancel_requested", "seq",
-)  # fmt: skip
+    "id",
+    "task",
+    "queue",
+    "payload",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "due",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "error",
+    "result",
+    "key",
+    "grp",
+    "after_ids",
+    "cancel_requested",
+    "seq",
+)
 TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders")
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

@@ -69,9 +69,15 @@ def _read_info(client: redis.Redis, url: str) -> tuple[dict | None, str]:
 
 def _all_not_checked(reason: str) -> list[Finding]:
     settings = (
-        "appendonly", "appendfsync", "aof_last_write_status", "aof_last_bgrewrite_status",
-        "rdb_last_bgsave_status", "maxmemory-policy", "used_memory", "role",
-    )  # fmt: skip
+        "appendonly",
+        "appendfsync",
+        "aof_last_write_status",
+        "aof_last_bgrewrite_status",
+        "rdb_last_bgsave_status",
+        "maxmemory-policy",
+        "used_memory",
+        "role",
+    )
     remedy = "grant the check's user INFO (+info) and CONFIG GET (+config|get)"
     return [not_checked(s, reason, remedy) for s in settings]
 
