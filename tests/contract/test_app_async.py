@@ -85,14 +85,15 @@ def test_awatch_yields_each_change_until_a_final_state(app):
     async def main():
         job = await _reply(app).aenqueue(message_id=7)
         seen = []
+        first = asyncio.Event()
 
         async def watch():
             async for snapshot in app.awatch(job.id, interval=0.01, timeout=20):
                 seen.append(snapshot.state)
+                first.set()
 
         watcher = asyncio.create_task(watch())
-        while not seen:  # the watcher saw the waiting job before the drain runs it
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(first.wait(), 20)  # it saw the waiting job before the drain
         await asyncio.to_thread(app.drain)
         await asyncio.wait_for(watcher, 20)
         cancelled = await _reply(app).aenqueue(message_id=8)
