@@ -188,7 +188,9 @@ class Arbiter:
             _ = app.store  # opened now: a reload onto an unreachable store keeps the old app
         except Exception as err:
             self.log.error("supervisor.reload_failed", error=mask(str(err)))
+            self.last_reload = {"ok": False, "error": mask(str(err)), "at": time.time()}
             return
+        self.last_reload = {"ok": True, "error": None, "at": time.time()}
         old, self.app = self.app, app
         self.leader.use_app(app)
         if old is not app:
@@ -235,10 +237,13 @@ class Arbiter:
             "url": mask(self.app.url) if hasattr(self, "app") else None,
             "workers_expected": self.config.workers,
             "workers": workers,
+            "last_reload": getattr(self, "last_reload", None),  # None: no reload yet
             **leader,
         }
         problems = _problems(doc)
-        return {**doc, "healthy": not problems, "problems": problems}
+        degraded = bool(problems) and all(p.startswith("degraded:") for p in problems)
+        status = "healthy" if not problems else "degraded" if degraded else "unhealthy"
+        return {**doc, "healthy": not problems, "status": status, "problems": problems}
 
     def _before_leading(self) -> dict[str, Any]:
         """The leader's part of the health document while the store is not open yet."""
@@ -276,6 +281,8 @@ def _problems(doc: dict[str, Any]) -> list[str]:
         problems.append(f"store unreachable: {doc['store']['error']}")
     if doc["leader"] and (doc["last_reap"] is None or time.time() - doc["last_reap"] > STALE_REAP):
         problems.append("leader duties are stale: no reap in the last 10 s")
+    if (doc.get("last_reload") or {}).get("ok") is False:
+        problems.append(f"degraded: the last reload failed ({doc['last_reload']['error']})")
     return problems
 
 

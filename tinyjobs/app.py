@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .aio import AsyncCalls
 from .clock import Clock, SystemClock
-from .durations import parse_duration, parse_rate
+from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
 from .job import Job
 from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
@@ -250,6 +250,9 @@ class App(AsyncCalls):
         new_jobs = []
         for name, args in items:
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
+            task = self.tasks.get(name)
+            if task is not None:
+                task.check_args(args or {})
             new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
         return new_jobs
 
@@ -268,7 +271,7 @@ class App(AsyncCalls):
             task=name,
             queue=queue,
             priority=_check_priority(_given(options, "priority", task.priority if task else 0)),
-            delay=parse_duration(options.get("delay") or 0, "delay"),
+            delay=_delay(options.get("delay")),
             at=_epoch(options.get("at")),
             key=_optional_text(options.get("key"), "key"),
             group=_optional_text(options.get("group"), "group"),
@@ -292,8 +295,20 @@ class App(AsyncCalls):
         """Run a failed or cancelled job again, with a fresh budget of attempts."""
         return self.store.retry(job_id, self.now())
 
-    def jobs(self, state: str | None = None, queue: str | None = None, limit: int = 100) -> list[Job]:
-        return self.store.jobs(state=state, queue=queue, limit=limit, now=self.now())
+    def jobs(
+        self,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        *,
+        newest: bool = False,
+        offset: int = 0,
+    ) -> list[Job]:
+        """Jobs in `state` (every state when None), of `queue` (all when None), oldest first
+        (newest first with `newest=True`), skipping `offset` of that order, at most `limit`."""
+        return self.store.jobs(
+            state=state, queue=queue, limit=limit, now=self.now(), newest=newest, offset=offset
+        )
 
     def watch(self, job_id: str, interval: float = 0.05, timeout: float | None = None) -> Iterator[Job]:
         """Yield the job's snapshot once per change, ending at a final state. A job that
@@ -396,6 +411,16 @@ def _optional_text(value: Any, what: str) -> str | None:
     return value
 
 
+def _delay(delay: Any) -> float:
+    """Seconds from `delay=` (a number, a string with a unit or a timedelta), refused when it
+    would put the job past the latest time tinyjobs holds."""
+    if not delay:
+        return 0.0
+    seconds = parse_duration(delay, "delay")
+    check_due(time.time() + seconds, delay, "delay")
+    return seconds
+
+
 def _epoch(at: Any) -> float | None:
     if at is None:
         return None
@@ -403,4 +428,4 @@ def _epoch(at: Any) -> float | None:
         raise ConfigError(f"at must be an aware datetime, got {type(at).__name__}")
     if at.tzinfo is None or at.utcoffset() is None:
         raise ConfigError(f"at must be an aware datetime (with a time zone), got naive {at.isoformat()}")
-    return at.timestamp()
+    return check_due(at.timestamp(), at.isoformat(), "at")

@@ -222,4 +222,14 @@ def health_findings(health: dict) -> list[Finding]:
     for problem in health.get("problems") or []:
         if "leader" in str(problem):  # workers and store are reported above
             out.append(failed("supervisor.leader", str(problem), "see the supervisor's journal"))
+    reload = health.get("last_reload")
+    if isinstance(reload, dict) and reload.get("ok") is False:
+        # Degraded: the workers still run the code loaded before, not what is on disk.
+        out.append(
+            warned(
+                "supervisor.reload",
+                f"the last reload failed, the workers run the code loaded before: {reload.get('error')}",
+                "fix the app so that it imports, then systemctl reload again (see the journal)",
+            )
+        )
     return [replace(f, source="supervisor") for f in out]

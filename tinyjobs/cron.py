@@ -22,6 +22,7 @@ the due times are computed from the recorded last due time, not from the previou
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -138,9 +139,26 @@ def register(
     if schedule_name in app.crons:
         raise DuplicateTask(f"a cron schedule named {schedule_name!r} is already registered in this app")
     window = check_schedule(schedule_name, expression, tz, catch_up)
+    _check_cron_handler(fn, schedule_name)
     task = app.task(name=schedule_name, queue=queue)(fn)
     app.crons[schedule_name] = Schedule(schedule_name, expression.strip(), tz, queue, window, task)
     return task
+
+
+def _check_cron_handler(fn: Callable[..., Any], name: str) -> None:
+    """Refuse, at decoration, a handler that the cron call `fn(run)` cannot call."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: nothing to read, the first run will tell
+    try:
+        signature.bind(object())
+    except TypeError as err:
+        raise ConfigError(
+            f"cron schedule {name!r}: a cron job calls {fn.__name__}(run) with no other "
+            f"arguments, but the handler is {fn.__name__}{signature} ({err}); give its other "
+            "parameters defaults"
+        ) from None
 
 
 class CronScheduler:

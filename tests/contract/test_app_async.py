@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 import tinyjobs
-from tinyjobs.errors import ConfigError, JobNotFound, NotSupported, SerializationError
+from tinyjobs.errors import BadArguments, ConfigError, JobNotFound, NotSupported, SerializationError
 
 
 @pytest.fixture
@@ -53,6 +53,8 @@ def test_aenqueue_many_writes_all_in_order_and_nothing_when_one_is_refused(app):
             await _reply(app).aenqueue_many([{"message_id": 1}, {"message_id": object()}])
         with pytest.raises(ConfigError, match="unknown enqueue option"):
             await app.aenqueue("reply", {"message_id": 1}, colour="red")
+        with pytest.raises(BadArguments, match="mesage_id"):  # bound to the handler, as enqueue is
+            await _reply(app).aenqueue(mesage_id=1)
         return jobs
 
     jobs = asyncio.run(main())

@@ -26,7 +26,7 @@ import tinyjobs
 from tinyjobs.cli import main
 from tinyjobs.stores import open_store
 from tinyjobs.verify.fleet import FleetRecord
-from tinyjobs.verify.report import Sent, Tally, Verdict, failures
+from tinyjobs.verify.report import Sent, Tally, Verdict, failures, render
 from tinyjobs.verify.settings import Refused, settings
 
 pytestmark = pytest.mark.slow
@@ -147,6 +147,14 @@ def db(tmp_path) -> Path:
     return tmp_path / "jobs.db"
 
 
+@pytest.fixture
+def found_db(db: Path) -> Path:
+    """A SQLite store that exists, empty, before verify runs: verify leaves it as it was found
+    (a fresh file is test_a_fresh_sqlite_file_is_named_not_said_to_be_as_found)."""
+    prepare_sqlite(db)
+    return db
+
+
 def sqlite_url(db: Path) -> str:
     return f"sqlite:///{db}"
 
@@ -205,12 +213,29 @@ def assert_passed(code: int, lines: list[str], err: str) -> None:
 # -- runs that pass, on each store ------------------------------------------------------------
 
 
-def test_verify_passes_on_sqlite_and_leaves_only_the_schema(runner, db):
+def test_verify_passes_on_sqlite_and_leaves_only_the_schema(runner, found_db):
+    db = found_db
     code, lines, err = runner.run(sqlite_url(db), *SHORT)
     assert_passed(code, lines, err)
     assert rows(db, "SELECT count(*) FROM jobs")[0][0] == 0
     assert rows(db, "SELECT count(*) FROM executions")[0][0] == 0
     assert not list(runner.tmp.iterdir()), "the temporary directory of a passing run is removed"
+
+
+def test_a_fresh_sqlite_file_is_named_not_said_to_be_as_found(runner, tmp_path):
+    fresh = tmp_path / "fresh.db"
+    code, lines, err = runner.run(sqlite_url(fresh), *SHORT)
+    assert code == 0, "\n".join(lines) + err
+    assert lines[4] == (
+        f"0 enqueue failures; the run's jobs were purged; the SQLite file {fresh} it created stays, empty"
+    )
+
+
+def test_a_run_without_a_sigkill_warns_that_crash_recovery_was_not_exercised():
+    fleet = FleetRecord()
+    fleet.by_signal[signal.SIGTERM] = 1
+    lines, causes = render(Sent(total=10), Tally(), Verdict(run="r", fleet=fleet))
+    assert "warning: no worker was killed with SIGKILL" in lines[5] and lines[-1] == "ok"
 
 
 def test_verify_passes_on_postgres_with_the_password_masked(runner, postgres_url):
@@ -271,7 +296,8 @@ def test_a_job_deleted_behind_its_back_is_reported_lost(runner, db):
         ("cancel", ("1 cancelled", "failed: 1 job cancelled (job 5)")),
     ],
 )
-def test_a_job_that_failed_or_was_cancelled_fails_the_run(runner, db, fault, expected):
+def test_a_job_that_failed_or_was_cancelled_fails_the_run(runner, found_db, fault, expected):
+    db = found_db
     code, lines, err = runner.run(sqlite_url(db), *SHORT, fault=fault)
     assert code == 1, err
     assert expected[0] in lines[0]
@@ -335,7 +361,8 @@ def test_a_worker_not_stopping_cleanly_on_sigterm_fails_the_run(runner, db):
     )
 
 
-def test_an_enqueue_failing_fails_the_run(runner, db):
+def test_an_enqueue_failing_fails_the_run(runner, found_db):
+    db = found_db
     prepare_sqlite(db)
     refuse_job_7 = """
         CREATE TRIGGER refuse_7 BEFORE INSERT ON jobs WHEN NEW.id LIKE 'verify:%:7'
@@ -369,7 +396,8 @@ def test_a_store_failing_mid_run_fails_the_run(runner, db):
     )
 
 
-def test_a_run_cut_short_by_sigint_fails_and_cleans_up(runner, db):
+def test_a_run_cut_short_by_sigint_fails_and_cleans_up(runner, found_db):
+    db = found_db
     started = time.monotonic()
     proc = runner.start(sqlite_url(db), *SHORT[:1], "20", *SHORT[2:])
     wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")

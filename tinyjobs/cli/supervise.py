@@ -59,7 +59,10 @@ from .common import resolve_url
 )
 @click.pass_context
 def supervise(ctx: click.Context, app_spec: str, **options: object) -> None:
-    """Run a pool of worker processes under one supervisor (SIGTERM drains, SIGHUP reloads)."""
+    """Run a pool of worker processes under one supervisor (SIGTERM drains, SIGHUP reloads).
+
+    Exit status: 0 stopped on request, 1 an unexpected failure, 2 bad options, 3 the app
+    cannot be loaded or a worker failed to boot (systemd's unit does not restart on 2 and 3)."""
     from tinyjobs.supervisor import Arbiter, SupervisorConfig
     from tinyjobs.supervisor.config import BootError
 

@@ -35,7 +35,7 @@ from ..urls import mask
 from .fleet import Fleet
 from .ledger import Ledger, create, read
 from .report import Sent, Verdict, render, tally
-from .settings import Refused, Settings, open_checked, settings
+from .settings import Refused, Settings, new_sqlite_file, open_checked, settings
 from .worker import DRAIN_TIMEOUT, ENV_LEASE, ENV_LEDGER, ENV_QUEUE, ENV_SLOTS, TASK
 
 __all__ = ["Refused", "Result", "Settings", "Verifier", "open_checked", "settings", "verify"]
@@ -60,9 +60,12 @@ def verify(
 ) -> Result:
     """Run a whole verify on settings `s` (Refused, exit 2, before anything runs). Setting
     `stop` cuts the run short: the workers stop, the jobs are accounted for, and it fails."""
+    created = new_sqlite_file(s)
     store = open_checked(s)
     try:
-        return Verifier(s, store, stop, note).run()
+        verifier = Verifier(s, store, stop, note)
+        verifier.created = created
+        return verifier.run()
     finally:
         store.close()
 
@@ -86,6 +89,7 @@ class Verifier:
         self.store_errors: list[str] = []
         self.settled, self.live_left = True, 0
         self.boot_error: str | None = None
+        self.created: str | None = None  # a store file this run created, for the report
 
     def job_id(self, n: int) -> str:
         return f"verify:{self.run_id}:{n}"
@@ -198,6 +202,7 @@ class Verifier:
             cut_short=self.stop.is_set(),
             others=others,
             keep=self.s.keep,
+            created=self.created,
         )
         verdict.left = self._cleanup(jobs, fleet.all_pids, others)
         worker_errors = fleet.store_errors()

@@ -8,6 +8,7 @@ namespace. `--prefix` (default `verify`) also names verify's queue on every stor
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,3 +182,14 @@ def open_checked(s: Settings) -> Store:
             "verify needs a store that holds no other jobs (use another --prefix, file or database)"
         )
     return store
+
+
+def new_sqlite_file(s: Settings) -> str | None:
+    """The path of the SQLite file that opening the store will create, or None (another store,
+    or a file that exists): the report says what the run left behind."""
+    if store_kind(s.store_url) != "sqlite":
+        return None
+    from ..stores.sqlite.connection import parse_url
+
+    path = parse_url(s.store_url).path
+    return None if os.path.exists(path) else path

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import tinyjobs
 
@@ -29,7 +29,7 @@ result: dict[str, int] = reply.fn(tinyjobs.Run.__new__(tinyjobs.Run), 41)
 
 async def main() -> None:
     first = await reply.aenqueue(message_id=41, delay=5)
-    await notify.aenqueue(user="bob", urgent=True, queue="alerts")
+    await notify.aenqueue(user="bob", urgent=True, queue="alerts", delay=timedelta(minutes=5))
     await reply.aenqueue_many([{"message_id": 3}])
     found: tinyjobs.Job | None = await app.aget(first.id)
     cancelled: bool = await app.acancel(first.id)

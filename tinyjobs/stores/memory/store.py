@@ -366,13 +366,15 @@ class MemoryStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
-        """Jobs in a reported state (all when None), oldest first."""
+        """Jobs in a reported state (all when None), oldest (or newest) first."""
         t = self._at(now)
         with self._read():
-            rows = sorted(self._rows.values(), key=lambda r: r.seq)
+            rows = sorted(self._rows.values(), key=lambda r: r.seq, reverse=newest)
             rows = [r for r in rows if state in (None, r.reported_state(t)) and queue in (None, r.queue)]
-            return [r.snapshot(t) for r in rows[:limit]]
+            return [r.snapshot(t) for r in rows[offset : offset + limit]]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
         t = self._at(now)

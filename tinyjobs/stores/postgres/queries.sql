@@ -411,8 +411,8 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
        OR (%(state)s::text = 'scheduled' AND state = 'pending' AND due > t.now)
        OR (%(state)s::text = 'waiting' AND state = 'pending' AND due <= t.now)
        OR state = %(state)s::text)
-ORDER BY seq
-LIMIT %(limit)s
+ORDER BY seq * %(direction)s::int
+LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: counts
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)

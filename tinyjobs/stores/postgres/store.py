@@ -257,8 +257,11 @@ class PostgresStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
         params = {"now": now, "state": state, "queue": queue, "limit": limit}
+        params.update(direction=-1 if newest else 1, offset=int(offset))
         return [to_job(row, row[NCOLS]) for row in self._one("jobs", params)]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:

@@ -133,9 +133,11 @@ class RedisStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
         """One read-only script."""
-        args = [codec.now_arg(now), state or "", queue or "", int(limit)]
+        args = [codec.now_arg(now), state or "", queue or "", int(limit), int(newest), int(offset)]
         reply = json.loads(self._run("jobs", args))
         at = float(reply[0])
         return [codec.from_hash(job_id, codec.pairs(flat), at) for job_id, flat in reply[1]]

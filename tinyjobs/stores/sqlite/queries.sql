@@ -161,8 +161,8 @@ SELECT * FROM jobs
 WHERE (:stored IS NULL OR state = :stored)
   AND (:queue IS NULL OR queue = :queue)
   AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
-ORDER BY seq
-LIMIT :limit
+ORDER BY seq * :direction
+LIMIT :limit OFFSET :offset
 
 -- name: counts
 SELECT queue,

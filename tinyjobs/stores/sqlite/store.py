@@ -284,14 +284,17 @@ class SQLiteStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
-        """One read: jobs in a reported state (all when None), oldest first."""
+        """One read: jobs in a reported state (all when None), oldest (or newest) first."""
         if state is not None and state not in STATES:
             return []  # as the memory store: no job is ever in a state that does not exist
         at = self._now(now)
         split = state if state in ("scheduled", "waiting") else None
         stored = "pending" if split else state
         params = {"stored": stored, "queue": queue, "split": split, "now": at, "limit": limit}
+        params.update(direction=-1 if newest else 1, offset=int(offset))
         with self._read() as db:
             rows = db.execute(Q["list_jobs"], params).fetchall()
         return [to_job(row, at) for row in rows]
