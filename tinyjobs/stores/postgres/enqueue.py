@@ -12,13 +12,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import JobNotFound, StoreError
-from ...job import Job
+from ...errors import StoreError
+from ...job import BLOCKED, CANCELLED, FAILED, Job
 from ..base import NewJob
-from .rows import NCOLS, to_job
+from ..rules import STORED_LIVE, initial_state, unknown_parent
+from .rows import AFTER_IDS, ID, KEY, STATE, tail, to_job
 from .steps import Steps, drive
 
-_LIVE = ("pending", "blocked", "running")
+# The columns `enqueue` and `enqueue_one` return after COLUMNS, and those of `enqueue_existing`.
+WRITTEN = tail("replaced", "now", "notified")
+FOUND = tail("now", "holds_id")
 
 
 def _batch(jobs: Sequence[NewJob]) -> tuple[list[int], dict[int, int]]:
@@ -49,27 +52,15 @@ def _initial_states(q: dict[str, str], jobs: list[NewJob]) -> Steps[list[tuple[s
     states: dict[str, str] = {}
     if wanted:
         states = dict((yield q["enqueue_parents"], {"ids": wanted}))
-    out = []
+    out: list[tuple[str, str | None]] = []
     for job in jobs:
         for parent in job.after:
             if parent not in states:
-                raise JobNotFound(f"job {parent!r} named in after= does not exist")
-        out.append(_initial(job, states) if job.after else ("pending", None))
-        if states.get(job.id) in (None, "failed", "cancelled"):
+                raise unknown_parent(job.id, parent)
+        out.append(initial_state((p, states[p]) for p in job.after))
+        if states.get(job.id) in (None, FAILED, CANCELLED):
             states[job.id] = out[-1][0]  # added (or replacing a final job) in list order
     return out
-
-
-def _initial(job: NewJob, states: dict[str, str]) -> tuple[str, str | None]:
-    """The state a new job starts in, with the error of one cancelled by its parents."""
-    for parent in job.after:
-        state = states[parent]
-        if state in ("failed", "cancelled"):
-            why = "failed" if state == "failed" else "was cancelled"
-            return "cancelled", f"cancelled: job {parent} it runs after {why}"
-    if all(states[p] == "done" for p in job.after):
-        return "pending", None
-    return "blocked", None
 
 
 def _params(jobs: list[NewJob], initial: list, now: float | None, channel: str | None) -> dict:
@@ -107,10 +98,10 @@ def existing_steps(q: dict[str, str], jobs: list[NewJob], now: float | None) -> 
     rows = yield q["enqueue_existing"], {"now": now, "ids": [j.id for j in jobs], "keys": keys}
     found: dict[tuple[str, str], Any] = {}
     for row in rows:
-        if row[4] in _LIVE and row[14] is not None:
-            found[("key", row[14])] = row
-        if row[NCOLS + 1]:
-            found[("id", row[0])] = row
+        if row[STATE] in STORED_LIVE and row[KEY] is not None:
+            found[("key", row[KEY])] = row
+        if row[FOUND["holds_id"]]:
+            found[("id", row[ID])] = row
     return found
 
 
@@ -134,13 +125,14 @@ def enqueue_steps(
     todo = [jobs[i] for i in primary]
     initial = yield from _initial_states(q, todo)
     rows = yield q["enqueue"], _params(todo, initial, now, channel)
-    written = {row[0]: row for row in rows}
-    replaced = [row[0] for row in written.values() if row[NCOLS]]
+    written = {row[ID]: row for row in rows}
+    replaced = [row[ID] for row in written.values() if row[WRITTEN["replaced"]]]
     if replaced:
         yield q["forget"], {"ids": replaced}
-    blocked = [(p, row[0]) for row in written.values() if row[4] == "blocked" for p in row[16]]
+    blocked = [(p, row[ID]) for row in written.values() if row[STATE] == BLOCKED for p in row[AFTER_IDS]]
     if blocked:
-        yield q["enqueue_deps"], {"parents": [p for p, _ in blocked], "children": [c for _, c in blocked]}
+        parents, children = [p for p, _ in blocked], [c for _, c in blocked]
+        yield q["enqueue_deps"], {"parents": parents, "children": children}
     missing = [job for job in todo if job.id not in written]
     found = (yield from existing_steps(q, missing, now)) if missing else {}
     out: list[Job | None] = [None] * len(jobs)
@@ -151,12 +143,12 @@ def enqueue_steps(
             out[i] = dataclasses.replace(first, created=False)
         elif job.id in written:
             row = written[job.id]
-            out[i] = to_job(row, row[NCOLS + 1], created=True)
+            out[i] = to_job(row, row[WRITTEN["now"]], created=True)
         else:
             row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
             if row is None:
                 raise StoreError(f"job {job.id!r} was neither added nor found; try again")
-            out[i] = to_job(row, row[NCOLS], created=False)
+            out[i] = to_job(row, row[FOUND["now"]], created=False)
     return [job for job in out if job is not None]
 
 
@@ -206,7 +198,7 @@ def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Jo
 
 def added_one(rows: list) -> Job | None:
     """The added job from the rows of `enqueue_one`, or None when it added nothing."""
-    return to_job(rows[0], rows[0][NCOLS + 1], created=True) if rows else None
+    return to_job(rows[0], rows[0][WRITTEN["now"]], created=True) if rows else None
 
 
 def holding(job: NewJob, found: dict) -> Job:
@@ -214,4 +206,4 @@ def holding(job: NewJob, found: dict) -> Job:
     row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
     if row is None:
         raise StoreError(f"job {job.id!r} was neither added nor found; try again")
-    return to_job(row, row[NCOLS], created=False)
+    return to_job(row, row[FOUND["now"]], created=False)

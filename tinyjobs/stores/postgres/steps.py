@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any, TypeVar
 
-from ...job import Job
-from .rows import NCOLS, to_execution, to_job
+from ...job import CANCELLED, Job
+from ..rules import DEPENDENCY_REASONS
+from .rows import tail, to_execution, to_job
 
 T = TypeVar("T")
 Statement = tuple[str, dict[str, Any]]
 Steps = Generator[Statement, list[Any], T]
+# The columns `get` returns after COLUMNS.
+GOT = tail("now", "ahead")
 
 
 def drive(cur: Any, steps: Steps[T]) -> T:
@@ -47,7 +50,7 @@ def get(q: dict[str, str], job_id: str, now: float | None, executions: bool) -> 
     if not rows:
         return None
     row = rows[0]
-    job = to_job(row, row[NCOLS], ahead=row[NCOLS + 1])
+    job = to_job(row, row[GOT["now"]], ahead=row[GOT["ahead"]])
     if executions:
         found = yield q["executions"], {"id": job_id}
         job.executions = [to_execution(r) for r in found]
@@ -58,9 +61,11 @@ def cancel(q: dict[str, str], job_id: str, now: float | None, channel: str) -> S
     """Cancel (JOB-08): a job not yet running is removed and its dependents are cancelled on
     record; a running one is marked. False when there was nothing to cancel."""
     rows = yield q["cancel"], {"id": job_id, "channel": channel}
-    if not rows:
+    if not rows:  # else (marked, deleted, queue, notified)
         return False
-    if rows[0][1]:
+    _marked, deleted, _queue, _notified = rows[0]
+    if deleted:
         yield q["forget"], {"ids": [job_id]}
-        yield q["cascade_cancel"], {"now": now, "ids": [job_id], "reasons": ["was cancelled"]}
+        reasons = [DEPENDENCY_REASONS[CANCELLED]]  # as settle.cascade words it
+        yield q["cascade_cancel"], {"now": now, "ids": [job_id], "reasons": reasons}
     return True

@@ -14,7 +14,7 @@ from psycopg import errors as pgerrors
 
 from ...errors import NotSupported, StoreError
 from ...holder import Holder
-from ...job import Job
+from ...job import OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import claims, settle, steps
 from .config import Settings
@@ -22,11 +22,13 @@ from .connection import Connections
 from .enqueue import caller_steps, existing, read_one, send_one
 from .enqueue import enqueue as enqueue_tx
 from .listen import Listener
-from .rows import NCOLS, to_job
+from .rows import tail, to_job
 from .sqlfiles import queries
 from .steps import drive
 
 T = TypeVar("T")
+# The columns `jobs` returns after COLUMNS (`get`'s: steps.py).
+LISTED = tail("now")
 
 
 class PostgresStore:
@@ -203,7 +205,7 @@ class PostgresStore:
         """Return expired leases' jobs to waiting (or failed, or cancelled); one transaction."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple[int, set[str]]:
-            params = {"limit": limit, "outcome": "lease expired"}
+            params = {"limit": limit, "outcome": OUTCOME_LEASE_EXPIRED}
             return settle.end_leases(cur, self.q, "end_expired", params, now)
 
         count, due_again = self._run(op)
@@ -219,7 +221,7 @@ class PostgresStore:
             return 0
 
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple[int, set[str]]:
-            params = {"holders": [h.id for h in holders], "outcome": "worker lost"}
+            params = {"holders": [h.id for h in holders], "outcome": OUTCOME_WORKER_LOST}
             return settle.end_leases(cur, self.q, "end_holders", params, now)
 
         count, due_again = self._run(op)
@@ -262,7 +264,7 @@ class PostgresStore:
     ) -> list[Job]:
         params = {"now": now, "state": state, "queue": queue, "limit": limit}
         params.update(direction=-1 if newest else 1, offset=int(offset))
-        return [to_job(row, row[NCOLS]) for row in self._one("jobs", params)]
+        return [to_job(row, row[LISTED["now"]]) for row in self._one("jobs", params)]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ...errors import JobNotFound, NotSupported
-from ...job import SCHEDULED, WAITING, Execution, Job, bound_error
+from ...errors import NotSupported
+from ...job import Execution, Job, bound_error
 from ..base import NewJob, QueuePolicy, Settlement
+from ..rules import created_snapshot, reported_state, unknown_parent
 
 
 def _text(value: Any) -> str:
@@ -82,12 +83,6 @@ def pairs(flat: Sequence[str] | dict) -> dict[str, str]:
     return dict(zip(flat[0::2], flat[1::2], strict=True))
 
 
-def reported(stored: str, due: float, now: float) -> str:
-    if stored == "pending":
-        return SCHEDULED if due > now else WAITING
-    return stored
-
-
 def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) -> Job:
     """A Job snapshot from a job hash."""
     due = float(h["d"])
@@ -96,7 +91,7 @@ def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) 
         task=h["t"],
         queue=h["q"],
         args=json.loads(h["p"]),
-        state=reported(h["st"], due, now),
+        state=reported_state(h["st"], due, now),
         priority=int(h["pr"]),
         attempts=int(h["a"]),
         max_attempts=int(h["ma"]),
@@ -117,24 +112,7 @@ def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) 
 def from_new(job: NewJob, reply: list[Any], now: float) -> Job:
     """The snapshot of a job that enqueue just created, from its NewJob and the script's reply
     ['1', id, stored state, due, seq, error]."""
-    due = float(reply[3])
-    state = reply[2]
-    return Job(
-        id=job.id,
-        task=job.task,
-        queue=job.queue,
-        args=json.loads(job.payload),
-        state=reported(state, due, now),
-        priority=int(job.priority),
-        max_attempts=int(job.max_attempts),
-        due_at=due,
-        created_at=now,
-        finished_at=now if state == "cancelled" else None,
-        error=reply[5] or None,
-        key=job.key,
-        group=job.group,
-        after=tuple(dict.fromkeys(job.after)),
-    )
+    return created_snapshot(job, float(reply[3]), now, reply[2], reply[5] or None)
 
 
 def executions(entries: Sequence[str]) -> list[Execution]:
@@ -169,7 +147,7 @@ def enqueue_reply(jobs: Sequence[NewJob], reply: Any) -> list[Job]:
     """The snapshots from the enqueue script's reply, in order; JobNotFound for a missing
     parent (the script then wrote nothing)."""
     if isinstance(reply, list):
-        raise JobNotFound(f"job {reply[1]!r} (named in `after`) does not exist; nothing was added")
+        raise unknown_parent(reply[2], reply[1])
     reply = json.loads(reply)
     at = float(reply[0])
     out = []
