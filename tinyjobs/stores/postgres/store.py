@@ -24,11 +24,12 @@ from .enqueue import enqueue as enqueue_tx
 from .listen import Listener
 from .rows import tail, to_job
 from .sqlfiles import queries
-from .steps import drive
+from .steps import GOT, drive
 
 T = TypeVar("T")
-# The columns `jobs` returns after COLUMNS (`get`'s: steps.py).
+# The columns `get` returns after COLUMNS (GOT, read in steps.py), and those of `jobs`.
 LISTED = tail("now")
+__all__ = ["GOT", "LISTED", "PostgresStore"]
 
 
 class PostgresStore:
