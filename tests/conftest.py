@@ -12,19 +12,37 @@ from support.stores import *  # noqa: F403  (memory_store, sqlite_store)
 from support.stores import CAPABILITIES, STORES
 
 
-@pytest.fixture(params=list(STORES))
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that uses `store` runs on each store; one marked `sync_and_async` also on each
+    store's async twin (`NAME-async`)."""
+    if "store" not in metafunc.fixturenames:
+        return
+    params = list(STORES)
+    if metafunc.definition.get_closest_marker("sync_and_async"):
+        params = [p for name in STORES for p in (name, f"{name}-async")]
+    metafunc.parametrize("store", params, indirect=True)
+
+
+@pytest.fixture
 def store(request: pytest.FixtureRequest):
-    """Each store in turn, fresh and empty for the test. A test marked `requires(cap)` skips on a
-    store only where STORES states that the store lacks `cap`."""
-    instance = request.getfixturevalue(f"{request.param}_store")
+    """Each store in turn, fresh and empty for the test; `NAME-async` is the store seen through
+    its async twin (support/aio_bridge.py). A test marked `requires(cap)` skips on a store only
+    where STORES states that the store lacks `cap`."""
+    name, _, api = request.param.partition("-")
+    instance = request.getfixturevalue(f"{name}_store")
+    if api == "async":
+        from support.aio_bridge import AsyncBridge
+
+        instance = AsyncBridge(instance)
+        request.addfinalizer(instance.close_bridge)
     marker = request.node.get_closest_marker("requires")
     if marker is not None:
-        lost = [cap for cap in marker.args if cap in STORES[request.param] - instance.capabilities]
+        lost = [cap for cap in marker.args if cap in STORES[name] - instance.capabilities]
         if lost:
-            pytest.fail(f"{request.param} store no longer declares {', '.join(lost)}", pytrace=False)
-        gap = [cap for cap in marker.args if cap not in STORES[request.param]]
+            pytest.fail(f"{name} store no longer declares {', '.join(lost)}", pytrace=False)
+        gap = [cap for cap in marker.args if cap not in STORES[name]]
         if gap:
-            pytest.skip(f"{request.param} store lacks capability {', '.join(gap)}")
+            pytest.skip(f"{name} store lacks capability {', '.join(gap)}")
     return instance
 
 

@@ -8,12 +8,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
+from .aio import AsyncCalls
 from .clock import Clock, SystemClock
 from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
-from .job import CANCELLED, FINAL_STATES, Job
+from .job import Job
 from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
 from .stores import open_store
 from .stores.base import (
@@ -28,7 +29,13 @@ from .stores.base import (
 )
 from .task import Task, after_ids, check_signature
 from .urls import mask
+from .watching import Watching
 
+if TYPE_CHECKING:
+    from .run import Run
+
+P = ParamSpec("P")
+R = TypeVar("R")
 DEFAULT_URL = "sqlite:///tinyjobs.db"
 MAX_ID_LENGTH = 255
 
@@ -41,8 +48,8 @@ class QueueConfig:
     timeout: float | None = None
 
 
-class App:
-    """Tasks, queues and the store they live in.
+class App(AsyncCalls):
+    """Tasks, queues and the store they live in (the async calls: tinyjobs/aio.py).
 
     `App()` reads the URL from $TINYJOBS_URL, else uses `sqlite:///tinyjobs.db`. The store is
     opened on first use, so an app defined at import time opens nothing before a fork."""
@@ -62,7 +69,7 @@ class App:
             self._store = url
         self.clock = clock or SystemClock()
         self.max_payload = int(max_payload)
-        self.tasks: dict[str, Task] = {}
+        self.tasks: dict[str, Task[Any, Any]] = {}
         self._plain: dict[str, NewJob] = {}  # task name -> its template without options
         self.queues: dict[str, QueueConfig] = {}
         self.crons: dict[str, Any] = {}  # schedule name -> tinyjobs.cron.Schedule
@@ -118,9 +125,28 @@ class App:
         self.queues[name] = config
         return config
 
+    @overload
+    def task(self, fn: Callable[Concatenate[Run, P], R], /) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        attempts: int = DEFAULT_ATTEMPTS,
+        keep: float | str = DEFAULT_KEEP,
+        dedupe: float | str = DEFAULT_DEDUPE,
+        priority: int = 0,
+        timeout: float | str | None = None,
+    ) -> Callable[[Callable[Concatenate[Run, P], R]], Task[P, R]]: ...
+
     def task(
         self,
         fn: Callable[..., Any] | None = None,
+        /,
         *,
         name: str | None = None,
         queue: str = DEFAULT_QUEUE,
@@ -133,7 +159,7 @@ class App:
         """Register a handler `fn(run, **kwargs)` (sync or async) as a task; usable bare
         (`@app.task`) or with options (`@app.task(queue="replies", attempts=5)`)."""
 
-        def register(func: Callable[..., Any]) -> Task:
+        def register(func: Callable[..., Any]) -> Task[Any, Any]:
             task_name = name or func.__name__
             _check_name(task_name, "task name")
             if task_name in self.tasks:
@@ -168,13 +194,13 @@ class App:
         queue: str = DEFAULT_QUEUE,
         catch_up: float | str | None = None,
         name: str | None = None,
-    ) -> Callable[[Callable[..., Any]], Task]:
+    ) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
         """Register a handler `fn(run)` as a task fired once per due time of the croniter
         expression `expr` (five fields, or six with seconds) in time zone `tz` (CRON-01); the
         task and schedule are named after the function unless `name=` says otherwise."""
         from .cron import register
 
-        def decorate(fn: Callable[..., Any]) -> Task:
+        def decorate(fn: Callable[..., Any]) -> Task[Any, Any]:
             return register(self, fn, expr, tz=tz, queue=queue, catch_up=catch_up, name=name)
 
         return decorate
@@ -187,7 +213,7 @@ class App:
         names = list(queues) if queues else self.known_queues()
         return {n: self.queues[n].policy if n in self.queues else QueuePolicy(n) for n in names}
 
-    def timeout_for(self, task: Task) -> float | None:
+    def timeout_for(self, task: Task[Any, Any]) -> float | None:
         """The task's timeout, else its queue's."""
         if task.timeout is not None:
             return task.timeout
@@ -204,6 +230,11 @@ class App:
         """Add many jobs in one atomic round trip; return their Jobs in order. Options apply to
         each job. Nothing is written when any job is refused."""
         conn = options.pop("conn", None)
+        new_jobs = self.new_jobs(items, options)
+        return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
+
+    def new_jobs(self, items: Sequence[tuple[str, dict[str, Any]]], options: dict[str, Any]) -> list[NewJob]:
+        """The NewJobs of an enqueue (sync or async), options checked and arguments in JSON."""
         unknown = set(options) - {"id", "key", "delay", "at", "after", "group", "priority", "queue"}
         if unknown:
             raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
@@ -223,7 +254,7 @@ class App:
             if task is not None:
                 task.check_args(args or {})
             new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
-        return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
+        return new_jobs
 
     def _template(self, name: str, options: dict[str, Any]) -> NewJob:
         """A NewJob for task `name` with the enqueue options applied (id and payload to fill)."""
@@ -239,7 +270,7 @@ class App:
             id="",
             task=name,
             queue=queue,
-            priority=_check_priority(options.get("priority", task.priority if task else 0)),
+            priority=_check_priority(_given(options, "priority", task.priority if task else 0)),
             delay=_delay(options.get("delay")),
             at=_epoch(options.get("at")),
             key=_optional_text(options.get("key"), "key"),
@@ -297,18 +328,12 @@ class App:
         """Yield the job's snapshot once per change, ending at a final state. A job that
         disappears while not final was cancelled while waiting: one last `cancelled` snapshot."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        last: Job | None = None
+        watching = Watching()
         while deadline is None or time.monotonic() < deadline:
-            job = self.store.get(job_id, self.now())
-            if job is None:
-                if last is not None and last.state not in FINAL_STATES:
-                    last.state, last.ahead = CANCELLED, None
-                    yield last
-                return
-            if last is None or _changed(last, job):
-                yield job
-                last = job
-            if job.state in FINAL_STATES:
+            seen = watching.see(self.store.get(job_id, self.now()))
+            if seen is not None:
+                yield seen
+            if watching.done:
                 return
             time.sleep(interval)
 
@@ -372,9 +397,11 @@ def new_id() -> str:
     return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
 
 
-def _changed(old: Job, new: Job) -> bool:
-    keys = ("state", "attempts", "error", "result", "ahead", "due_at", "cancel_requested")
-    return any(getattr(old, k) != getattr(new, k) for k in keys)
+def _given(options: dict[str, Any], name: str, default: Any) -> Any:
+    """The option's value, or `default` when it is absent or None (the typed signatures of
+    Task.enqueue declare None as "not given")."""
+    value = options.get(name)
+    return default if value is None else value
 
 
 def _check_name(name: Any, what: str) -> None:

@@ -140,7 +140,7 @@ def register(
         raise DuplicateTask(f"a cron schedule named {schedule_name!r} is already registered in this app")
     window = check_schedule(schedule_name, expression, tz, catch_up)
     _check_cron_handler(fn, schedule_name)
-    task = app.task(fn, name=schedule_name, queue=queue)
+    task = app.task(name=schedule_name, queue=queue)(fn)
     app.crons[schedule_name] = Schedule(schedule_name, expression.strip(), tz, queue, window, task)
     return task
 

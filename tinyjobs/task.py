@@ -6,25 +6,36 @@ import difflib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from .errors import BadArguments, ConfigError
 
 if TYPE_CHECKING:
     from .app import App
     from .job import Job
+    from .run import Run
+
+P = ParamSpec("P")
+R = TypeVar("R", covariant=True)
 
 # Keyword arguments of `enqueue` that are options, not the task's arguments.
 ENQUEUE_OPTIONS = frozenset({"id", "key", "delay", "at", "after", "group", "priority", "conn", "queue"})
 
 
 @dataclass
-class Task:
+class Task(Generic[P, R]):
     """A function registered with `@app.task`. Call it directly to run it in-line (tests);
-    `enqueue(**kwargs)` to run it in the background."""
+    `enqueue(**kwargs)` to run it in the background.
+
+    Typed as `Task[P, R]`: P is the handler's parameters after the Run, R what it returns, so
+    that `reply.enqueue(message_id=41)` is checked against `reply(run, message_id: int)`.
+    PEP 612 allows no keyword-only parameter between `*args: P.args` and `**kwargs: P.kwargs`,
+    so for type checkers the enqueue options are declared ahead of them; pass them by
+    keyword (the task's own arguments are keywords too: a job's arguments are a JSON object)."""
 
     app: App
-    fn: Callable[..., Any]
+    fn: Callable[Concatenate[Run, P], R]
     name: str
     queue: str
     attempts: int
@@ -61,15 +72,58 @@ class Task:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    def enqueue(self, **kwargs: Any) -> Job:
-        """Add a job; option keywords (id, key, delay, at, after, group, priority, conn, queue)
-        are split from the task's own arguments."""
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
-        return self.app.enqueue(self.name, kwargs, **options)
+    if TYPE_CHECKING:  # the typed signatures (see the class docstring); the code is below
+
+        def enqueue(
+            self,
+            id: str | None = None,
+            key: str | None = None,
+            delay: float | str | timedelta | None = None,
+            at: datetime | None = None,
+            after: Job | str | Sequence[Job | str] | None = None,
+            group: str | None = None,
+            priority: int | None = None,
+            queue: str | None = None,
+            conn: Any = None,
+            *args: P.args,
+            **kwargs: P.kwargs,
+        ) -> Job: ...
+
+        async def aenqueue(
+            self,
+            id: str | None = None,
+            key: str | None = None,
+            delay: float | str | timedelta | None = None,
+            at: datetime | None = None,
+            after: Job | str | Sequence[Job | str] | None = None,
+            group: str | None = None,
+            priority: int | None = None,
+            queue: str | None = None,
+            conn: Any = None,
+            *args: P.args,
+            **kwargs: P.kwargs,
+        ) -> Job: ...
+
+    else:
+
+        def enqueue(self, **kwargs: Any) -> Job:
+            """Add a job; option keywords (id, key, delay, at, after, group, priority, conn,
+            queue) are split from the task's own arguments."""
+            options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
+            return self.app.enqueue(self.name, kwargs, **options)
+
+        async def aenqueue(self, **kwargs: Any) -> Job:
+            """`enqueue` for asyncio: the event loop never waits on the store (App.aenqueue)."""
+            options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
+            return await self.app.aenqueue(self.name, kwargs, **options)
 
     def enqueue_many(self, many: Iterable[dict[str, Any]], **options: Any) -> list[Job]:
         """Add one job per kwargs dict, with the same options, in one round trip."""
         return self.app.enqueue_many([(self.name, kwargs) for kwargs in many], **options)
+
+    async def aenqueue_many(self, many: Iterable[dict[str, Any]], **options: Any) -> list[Job]:
+        """`enqueue_many` for asyncio (App.aenqueue_many)."""
+        return await self.app.aenqueue_many([(self.name, kwargs) for kwargs in many], **options)
 
 
 def check_signature(fn: Callable[..., Any], name: str) -> None:

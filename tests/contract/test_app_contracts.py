@@ -159,6 +159,7 @@ def test_enqueue_many_writes_all_in_order(app):
     assert [app.get(j.id).result for j in jobs] == [i + 1 for i in range(50)]
 
 
+@pytest.mark.sync_and_async
 @pytest.mark.requires("transactions")
 def test_job02_a_job_enqueued_in_a_transaction_exists_exactly_when_it_commits(store):
     app = tinyjobs.App(store)
@@ -181,6 +182,7 @@ def test_job02_a_job_enqueued_in_a_transaction_exists_exactly_when_it_commits(st
         conn.close()
 
 
+@pytest.mark.sync_and_async
 def test_job02_stores_without_transactions_refuse_conn_clearly(store):
     if "transactions" in store.capabilities:
         pytest.skip("this store writes inside the caller's transaction (the test above)")

@@ -7,6 +7,9 @@ from helpers import LEASE, T0, add, claim, claim_one, ids, new, settle, state
 
 from tinyjobs.errors import JobNotFound
 
+# Every case here runs on each store and again through its async twin (aenqueue's path).
+pytestmark = pytest.mark.sync_and_async
+
 
 def test_enqueue_returns_the_new_jobs_snapshot(store):
     [job] = store.enqueue(

@@ -3,6 +3,7 @@ hand-back), JOB-08 (cancel), JOB-10 (purge), and retry of a failed job."""
 
 from __future__ import annotations
 
+import pytest
 from helpers import LEASE, T0, add, claim, claim_one, ids, settle, state
 
 
@@ -87,6 +88,7 @@ def test_job07_done_keeps_the_result_and_clears_the_error(store):
     )
 
 
+@pytest.mark.sync_and_async
 def test_job08_cancelled_waiting_or_scheduled_job_is_gone(store):
     add(store, "now")
     add(store, "later", delay=3600)
@@ -98,6 +100,7 @@ def test_job08_cancelled_waiting_or_scheduled_job_is_gone(store):
     assert store.cancel("now", now=T0 + 2) is False  # nothing left to cancel
 
 
+@pytest.mark.sync_and_async
 def test_job08_cancel_of_unknown_or_final_job_is_false(store):
     assert store.cancel("ghost", now=T0) is False
     add(store, "a")
@@ -106,6 +109,7 @@ def test_job08_cancel_of_unknown_or_final_job_is_false(store):
     assert state(store, "a", now=T0 + 2) == "done"
 
 
+@pytest.mark.sync_and_async
 def test_job08_running_job_learns_at_renewal_and_ends_cancelled(store):
     add(store, "a", max_attempts=5)
     claimed = claim_one(store)
@@ -125,6 +129,7 @@ def test_job08_running_job_learns_at_renewal_and_ends_cancelled(store):
     assert claim(store, now=T0 + 100) == []
 
 
+@pytest.mark.sync_and_async
 def test_job08_cancelled_running_job_that_finished_is_done(store):
     add(store, "a")
     claimed = claim_one(store)
@@ -134,6 +139,7 @@ def test_job08_cancelled_running_job_that_finished_is_done(store):
     assert (job.state, job.result) == ("done", 7)
 
 
+@pytest.mark.sync_and_async
 def test_job08_cancelled_running_job_never_runs_again_after_lease_loss(store):
     add(store, "a", max_attempts=5)
     claim_one(store)
@@ -157,6 +163,7 @@ def test_job08_snooze_or_handback_of_a_cancelled_job_ends_it(store):
     assert claim(store, now=T0 + 100) == []
 
 
+@pytest.mark.sync_and_async
 def test_retry_makes_a_failed_job_due_with_a_fresh_budget(store):
     add(store, "a", max_attempts=2)
     assert settle(store, claim_one(store), "fail", now=T0 + 1, error="bad")
@@ -168,6 +175,7 @@ def test_retry_makes_a_failed_job_due_with_a_fresh_budget(store):
     assert claim_one(store, now=T0 + 10).job.attempts == 2
 
 
+@pytest.mark.sync_and_async
 def test_retry_of_anything_but_failed_or_cancelled_is_false(store):
     assert store.retry("ghost", now=T0) is False
     add(store, "a")
@@ -179,6 +187,7 @@ def test_retry_of_anything_but_failed_or_cancelled_is_false(store):
     assert state(store, "a", now=T0 + 2) == "done"
 
 
+@pytest.mark.sync_and_async
 def test_retry_makes_a_cancelled_job_due_again(store):
     add(store, "a")
     claimed = claim_one(store)

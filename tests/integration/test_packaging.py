@@ -29,6 +29,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_carries_the_supervisor_and_the_query_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "tinyjobs/supervisor/__init__.py" in names
+    assert "tinyjobs/py.typed" in names  # PEP 561: type checkers read the package's hints
     assert not any(n.startswith("supervisor/") for n in names)
     for folder, pattern in (("sqlite", ".sql"), ("postgres", ".sql"), ("redis", ".lua")):
         shipped = {n for n in names if n.startswith(f"tinyjobs/stores/{folder}/") and n.endswith(pattern)}

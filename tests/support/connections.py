@@ -14,6 +14,10 @@ def caller_connection(store: Any) -> Any:
         return sqlite3.connect(path, isolation_level="DEFERRED")
     if url.startswith(("postgres:", "postgresql:")):
         import psycopg
+        from support.aio_bridge import AsyncBridge, AsyncCaller
+
+        if isinstance(store, AsyncBridge):  # the async path: an AsyncConnection on its loop
+            return AsyncCaller(store, store.settings.url.split("?", 1)[0])
 
         # store.url is masked for printing; the store's settings keep the real one.
         return psycopg.connect(store.settings.url.split("?", 1)[0])

@@ -1,6 +1,9 @@
 """Adding jobs on PostgreSQL: one INSERT of the whole batch (unnest arrays), run inside one
 transaction, ours or the caller's (JOB-02); and the single job without parents, the most
-common enqueue, as one statement sent with its COMMIT and its wake-up in one round trip."""
+common enqueue, as one statement sent with its COMMIT and its wake-up in one round trip.
+
+The batch is written as steps (see steps.py), so that the sync store and the async one run
+the same statements and read the same rows."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from ...job import BLOCKED, CANCELLED, FAILED, Job
 from ..base import NewJob
 from ..rules import STORED_LIVE, initial_state, unknown_parent
 from .rows import AFTER_IDS, ID, KEY, STATE, tail, to_job
+from .steps import Steps, drive
 
 # The columns `enqueue` and `enqueue_one` return after COLUMNS, and those of `enqueue_existing`.
 WRITTEN = tail("replaced", "now", "notified")
@@ -40,15 +44,14 @@ def _batch(jobs: Sequence[NewJob]) -> tuple[list[int], dict[int, int]]:
     return primary, alias
 
 
-def _initial_states(cur: Any, q: dict[str, str], jobs: list[NewJob]) -> list[tuple[str, str | None]]:
+def _initial_states(q: dict[str, str], jobs: list[NewJob]) -> Steps[list[tuple[str, str | None]]]:
     """The (state, error) each job starts in (DEP-01). Parents are read and locked against
     settlement until commit; a parent earlier in the batch counts with the state it is added
     in. JobNotFound naming the first parent that exists nowhere."""
     wanted = list(dict.fromkeys(p for job in jobs for p in job.after))
     states: dict[str, str] = {}
     if wanted:
-        cur.execute(q["enqueue_parents"], {"ids": wanted})
-        states = dict(cur.fetchall())
+        states = dict((yield q["enqueue_parents"], {"ids": wanted}))
     out: list[tuple[str, str | None]] = []
     for job in jobs:
         for parent in job.after:
@@ -84,12 +87,17 @@ def _params(jobs: list[NewJob], initial: list, now: float | None, channel: str |
 
 
 def existing(cur: Any, q: dict[str, str], jobs: list[NewJob], now: float | None) -> dict:
+    """`existing_steps` run on a sync cursor."""
+    return drive(cur, existing_steps(q, jobs, now))
+
+
+def existing_steps(q: dict[str, str], jobs: list[NewJob], now: float | None) -> Steps[dict]:
     """Jobs that hold the ids or keys of items that were not written: ("id"|"key", value) ->
     row. A final job that the id could replace does not hold its id."""
     keys = [j.key for j in jobs if j.key is not None]
-    cur.execute(q["enqueue_existing"], {"now": now, "ids": [j.id for j in jobs], "keys": keys})
+    rows = yield q["enqueue_existing"], {"now": now, "ids": [j.id for j in jobs], "keys": keys}
     found: dict[tuple[str, str], Any] = {}
-    for row in cur.fetchall():
+    for row in rows:
         if row[STATE] in STORED_LIVE and row[KEY] is not None:
             found[("key", row[KEY])] = row
         if row[FOUND["holds_id"]]:
@@ -100,7 +108,14 @@ def existing(cur: Any, q: dict[str, str], jobs: list[NewJob], now: float | None)
 def enqueue(
     cur: Any, q: dict[str, str], jobs: Sequence[NewJob], now: float | None, channel: str | None
 ) -> list[Job]:
-    """Write the batch on `cur`'s transaction and return the snapshots in order (JOB-09,
+    """`enqueue_steps` run on a sync cursor."""
+    return drive(cur, enqueue_steps(q, jobs, now, channel))
+
+
+def enqueue_steps(
+    q: dict[str, str], jobs: Sequence[NewJob], now: float | None, channel: str | None
+) -> Steps[list[Job]]:
+    """Write the batch in the cursor's transaction and return the snapshots in order (JOB-09,
     DEP-01). Atomic with that transaction: nothing of the batch exists until it commits.
 
     With `channel`, the transaction also notifies it (sent at commit). Our own transactions
@@ -108,18 +123,18 @@ def enqueue(
     through its commit's flush, which would serialise every enqueue of the database."""
     primary, alias = _batch(jobs)
     todo = [jobs[i] for i in primary]
-    initial = _initial_states(cur, q, todo)
-    cur.execute(q["enqueue"], _params(todo, initial, now, channel))
-    written = {row[ID]: row for row in cur.fetchall()}
+    initial = yield from _initial_states(q, todo)
+    rows = yield q["enqueue"], _params(todo, initial, now, channel)
+    written = {row[ID]: row for row in rows}
     replaced = [row[ID] for row in written.values() if row[WRITTEN["replaced"]]]
     if replaced:
-        cur.execute(q["forget"], {"ids": replaced})
+        yield q["forget"], {"ids": replaced}
     blocked = [(p, row[ID]) for row in written.values() if row[STATE] == BLOCKED for p in row[AFTER_IDS]]
     if blocked:
         parents, children = [p for p, _ in blocked], [c for _, c in blocked]
-        cur.execute(q["enqueue_deps"], {"parents": parents, "children": children})
+        yield q["enqueue_deps"], {"parents": parents, "children": children}
     missing = [job for job in todo if job.id not in written]
-    found = existing(cur, q, missing, now) if missing else {}
+    found = (yield from existing_steps(q, missing, now)) if missing else {}
     out: list[Job | None] = [None] * len(jobs)
     for i, job in enumerate(jobs):
         if i in alias:
@@ -137,35 +152,57 @@ def enqueue(
     return [job for job in out if job is not None]
 
 
+def caller_steps(
+    q: dict[str, str], jobs: Sequence[NewJob], now: float | None, channel: str
+) -> Steps[list[Job]]:
+    """The batch written in the caller's open transaction (JOB-02): its synchronous_commit
+    raised for that transaction alone when weaker than `on`, and the clock read now (the
+    caller's transaction may be old: its now() is when it began). The caller's commit
+    notifies `channel`."""
+    yield q["raise_sync_commit"], {}
+    if now is None:
+        [(now,)] = yield q["clock"], {}
+    return (yield from enqueue_steps(q, jobs, now, channel))
+
+
 def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> None:
     """Queue the statement that adds `job`, one without parents; `read_one` reads its row."""
-    cur.execute(
-        q["enqueue_one"],
-        {
-            "now": now,
-            "id": job.id,
-            "task": job.task,
-            "queue": job.queue,
-            "payload": job.payload,
-            "priority": job.priority,
-            "delay": float(job.delay),
-            "at": None if job.at is None else float(job.at),
-            "key": job.key,
-            "group": job.group,
-            "max_attempts": job.max_attempts,
-            "dedupe": float(job.dedupe),
-            "keep": float(job.keep),
-        },
-    )
+    cur.execute(q["enqueue_one"], one_params(job, now))
+
+
+def one_params(job: NewJob, now: float | None) -> dict[str, Any]:
+    """The parameters of `enqueue_one` for `job`."""
+    return {
+        "now": now,
+        "id": job.id,
+        "task": job.task,
+        "queue": job.queue,
+        "payload": job.payload,
+        "priority": job.priority,
+        "delay": float(job.delay),
+        "at": None if job.at is None else float(job.at),
+        "key": job.key,
+        "group": job.group,
+        "max_attempts": job.max_attempts,
+        "dedupe": float(job.dedupe),
+        "keep": float(job.keep),
+    }
 
 
 def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Job:
     """The snapshot `send_one` left: the added row, or else the job that holds its id or key,
     read by `holder_of(job)` (a later statement: under READ COMMITTED the same as in the
     enqueue's own transaction)."""
-    if rows:
-        return to_job(rows[0], rows[0][WRITTEN["now"]], created=True)
-    found = holder_of(job)
+    return added_one(rows) or holding(job, holder_of(job))
+
+
+def added_one(rows: list) -> Job | None:
+    """The added job from the rows of `enqueue_one`, or None when it added nothing."""
+    return to_job(rows[0], rows[0][WRITTEN["now"]], created=True) if rows else None
+
+
+def holding(job: NewJob, found: dict) -> Job:
+    """The job that holds `job`'s id or key, from what `existing_steps` found."""
     row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
     if row is None:
         raise StoreError(f"job {job.id!r} was neither added nor found; try again")

@@ -11,26 +11,26 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pgerrors
-from psycopg.rows import class_row
 
 from ...errors import NotSupported, StoreError
 from ...holder import Holder
-from ...job import CANCELLED, OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Execution, Job
+from ...job import OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
-from . import claims, settle
+from . import claims, settle, steps
 from .config import Settings
 from .connection import Connections
+from .enqueue import caller_steps, existing, read_one, send_one
 from .enqueue import enqueue as enqueue_tx
-from .enqueue import existing, read_one, send_one
 from .listen import Listener
 from .rows import tail, to_job
 from .sqlfiles import queries
+from .steps import GOT, drive
 from .views import PostgresViews
 
 T = TypeVar("T")
-# The columns `get` returns after COLUMNS, and those of `jobs`.
-GOT = tail("now", "ahead")
+# The columns `get` returns after COLUMNS (GOT, read in steps.py), and those of `jobs`.
 LISTED = tail("now")
+__all__ = ["GOT", "LISTED", "PostgresStore"]
 
 
 class PostgresStore(PostgresViews):
@@ -119,7 +119,8 @@ class PostgresStore(PostgresViews):
         if not isinstance(conn, psycopg.Connection):
             raise NotSupported(
                 "conn= takes a sync psycopg 3 Connection (from Django: connection.connection; "
-                f"from SQLAlchemy: session.connection().connection.driver_connection), not {conn!r}"
+                "from SQLAlchemy: session.connection().connection.driver_connection), not "
+                f"{type(conn).__name__}; a psycopg.AsyncConnection goes to aenqueue(conn=...)"
             )
         if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             with conn.transaction(), conn.cursor() as cur:
@@ -128,11 +129,7 @@ class PostgresStore(PostgresViews):
             return self._enqueue_cur(cur, jobs, now)
 
     def _enqueue_cur(self, cur: Any, jobs: Sequence[NewJob], now: float | None) -> list[Job]:
-        cur.execute(self.q["raise_sync_commit"])
-        if now is None:  # the caller's transaction may be old: use the clock, not now()
-            cur.execute(self.q["clock"])
-            now = cur.fetchone()[0]
-        return enqueue_tx(cur, self.q, jobs, now, self._channel)
+        return drive(cur, caller_steps(self.q, jobs, now, self._channel))
 
     def claim(
         self,
@@ -239,15 +236,7 @@ class PostgresStore(PostgresViews):
         cancelled on record); a running one is marked (JOB-08)."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> bool:
-            cur.execute(self.q["cancel"], {"id": job_id, "channel": self._channel})
-            row = cur.fetchone()  # (marked, deleted, queue, notified), or None: nothing to cancel
-            if row is None:
-                return False
-            _marked, deleted, _queue, _notified = row
-            if deleted:
-                cur.execute(self.q["forget"], {"ids": [job_id]})
-                settle.cascade(cur, self.q, now, [job_id], [CANCELLED])
-            return True
+            return drive(cur, steps.cancel(self.q, job_id, now, self._channel))
 
         return self._run(op, idempotent=False)
 
@@ -263,16 +252,7 @@ class PostgresStore(PostgresViews):
         """The job's snapshot (with `ahead` and, when asked, executions): one transaction."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> Job | None:
-            cur.execute(self.q["get"], {"now": now, "id": job_id})
-            row = cur.fetchone()
-            if row is None:
-                return None
-            job = to_job(row, row[GOT["now"]], ahead=row[GOT["ahead"]])
-            if executions:
-                cur.row_factory = class_row(Execution)  # its columns are named as the fields
-                cur.execute(self.q["executions"], {"id": job_id})
-                job.executions = cur.fetchall()
-            return job
+            return drive(cur, steps.get(self.q, job_id, now, executions))
 
         return self._run(op, write=False)
 
@@ -332,6 +312,12 @@ class PostgresStore(PostgresViews):
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
         return self._listener.wait(queues, timeout)
+
+    def aio(self) -> Any:
+        """The async twin of this store's front door (enqueue, get, cancel, retry): aio.py."""
+        from .aio import AsyncPostgresStore
+
+        return AsyncPostgresStore(self.settings, self.q, retry_for=self._conns.retry_for)
 
     def close(self) -> None:
         self._listener.close()

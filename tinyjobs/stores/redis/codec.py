@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ...errors import NotSupported
 from ...job import Execution, Job, bound_error
 from ..base import NewJob, QueuePolicy, Settlement
-from ..rules import created_snapshot, reported_state
+from ..rules import created_snapshot, reported_state, unknown_parent
 
 
 def _text(value: Any) -> str:
@@ -124,3 +125,50 @@ def executions(entries: Sequence[str]) -> list[Execution]:
         elif out:
             out[-1] = replace(out[-1], ended_at=float(e["n"]), outcome=e.get("o"), error=e.get("r"))
     return out
+
+
+# -- whole operations: their arguments and replies, shared by the sync and the async store ----
+
+REFUSE_CONN = (
+    "the Redis store cannot enqueue inside your transaction (conn=...): Redis has no "
+    "transaction shared with your application's data. Enqueue after your commit, or "
+    "use the PostgreSQL or SQLite store for jobs that must commit with your data."
+)
+
+
+def enqueue_args(jobs: Sequence[NewJob], now: float | None, conn: Any) -> list[str]:
+    """The enqueue script's arguments; NotSupported for `conn` (JOB-02: Redis has none)."""
+    if conn is not None:
+        raise NotSupported(REFUSE_CONN)
+    return [now_arg(now), json.dumps([job_args(job) for job in jobs], ensure_ascii=False)]
+
+
+def enqueue_reply(jobs: Sequence[NewJob], reply: Any) -> list[Job]:
+    """The snapshots from the enqueue script's reply, in order; JobNotFound for a missing
+    parent (the script then wrote nothing)."""
+    if isinstance(reply, list):
+        raise unknown_parent(reply[2], reply[1])
+    reply = json.loads(reply)
+    at = float(reply[0])
+    out = []
+    for job, one in zip(jobs, reply[1], strict=True):
+        if one[0] == "1":
+            out.append(from_new(job, one, at))
+        else:
+            out.append(from_hash(one[1], pairs(one[2]), at, created=False))
+    return out
+
+
+def get_args(job_id: str, now: float | None, executions: bool) -> list[str]:
+    return [now_arg(now), job_id, "1" if executions else "0"]
+
+
+def get_reply(job_id: str, text: str) -> Job | None:
+    """The snapshot from the get script's reply, or None."""
+    reply = json.loads(text)
+    if len(reply) == 1:
+        return None
+    job = from_hash(job_id, pairs(reply[1]), float(reply[0]))
+    job.ahead = None if reply[2] < 0 else int(reply[2])
+    job.executions = executions(reply[3])
+    return job

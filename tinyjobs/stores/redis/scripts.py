@@ -97,10 +97,21 @@ class Scripts:
         self._sha = {name: hashlib.sha1(source(name).encode()).hexdigest() for name in OPERATIONS}
         self._key = seq_key
 
+    def command(self, name: str, args: list[Any]) -> list[Any]:
+        """The EVALSHA command that runs operation `name` with `args`."""
+        return ["EVALSHA", self._sha[name], 1, self._key, *args]
+
     def run(self, client: redis.Redis, name: str, args: list[Any]) -> Any:
-        sha = self._sha[name]
         try:
-            return client.execute_command("EVALSHA", sha, 1, self._key, *args)
+            return client.execute_command(*self.command(name, args))
         except NoScriptError:
             client.script_load(source(name))
-            return client.execute_command("EVALSHA", sha, 1, self._key, *args)
+            return client.execute_command(*self.command(name, args))
+
+    async def arun(self, client: Any, name: str, args: list[Any]) -> Any:
+        """`run` on a redis.asyncio client."""
+        try:
+            return await client.execute_command(*self.command(name, args))
+        except NoScriptError:
+            await client.script_load(source(name))
+            return await client.execute_command(*self.command(name, args))

@@ -14,11 +14,9 @@ from typing import Any
 
 import redis
 
-from ...errors import NotSupported
 from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
-from ..rules import unknown_parent
 from . import codec
 from .connection import BLOCK_AT_MOST, Connection
 from .scripts import Scripts
@@ -52,27 +50,10 @@ class RedisStore(RedisViews):
 
     def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
         """All jobs in one atomic script. Safe to repeat on a lost connection: ids dedupe."""
-        if conn is not None:
-            raise NotSupported(
-                "the Redis store cannot enqueue inside your transaction (conn=...): Redis has no "
-                "transaction shared with your application's data. Enqueue after your commit, or "
-                "use the PostgreSQL or SQLite store for jobs that must commit with your data."
-            )
         if not jobs:
+            codec.enqueue_args(jobs, now, conn)  # refuses conn= even for no jobs
             return []
-        packed = json.dumps([codec.job_args(job) for job in jobs], ensure_ascii=False)
-        reply = self._run("enqueue", [codec.now_arg(now), packed])
-        if isinstance(reply, list):
-            raise unknown_parent(reply[2], reply[1])
-        reply = json.loads(reply)
-        at = float(reply[0])
-        out = []
-        for job, one in zip(jobs, reply[1], strict=True):
-            if one[0] == "1":
-                out.append(codec.from_new(job, one, at))
-            else:
-                out.append(codec.from_hash(one[1], codec.pairs(one[2]), at, created=False))
-        return out
+        return codec.enqueue_reply(jobs, self._run("enqueue", codec.enqueue_args(jobs, now, conn)))
 
     def claim(
         self,
@@ -145,13 +126,7 @@ class RedisStore(RedisViews):
 
     def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
         """One read-only script: the row, `ahead` and the executions agree with each other."""
-        reply = json.loads(self._run("get", [codec.now_arg(now), job_id, "1" if executions else "0"]))
-        if len(reply) == 1:
-            return None
-        job = codec.from_hash(job_id, codec.pairs(reply[1]), float(reply[0]))
-        job.ahead = None if reply[2] < 0 else int(reply[2])
-        job.executions = codec.executions(reply[3])
-        return job
+        return codec.get_reply(job_id, self._run("get", codec.get_args(job_id, now, executions)))
 
     def jobs(
         self,
@@ -237,6 +212,12 @@ class RedisStore(RedisViews):
             return len(keys)
 
         return self._conn.call(wipe)
+
+    def aio(self) -> Any:
+        """The async twin of this store's front door (enqueue, get, cancel, retry): aio.py."""
+        from .aio import AsyncRedisStore
+
+        return AsyncRedisStore(self)
 
     def close(self) -> None:
         self._conn.close()

@@ -1,0 +1,277 @@
+"""The async front door of a store: `AsyncStore` (enqueue, get, cancel, retry as coroutines)
+and `async_store(store)`, which gives each store's own.
+
+PostgreSQL and Redis have async clients, so their stores give an async twin that speaks to the
+server on the event loop (`store.aio()`: postgres/aio.py on psycopg's AsyncConnection,
+redis/aio.py on redis.asyncio), sending the same statements and scripts as the sync store.
+
+SQLite and memory have none: sqlite3 is a blocking C library (aiosqlite itself is a thread per
+connection), and the memory store is a lock shared with worker threads. `ThreadedStore` runs
+their sync calls in a bounded pool of threads, so that the loop never waits on a write (an
+fsync under `synchronous=FULL` takes milliseconds) nor on the memory store's lock. The bound
+(4 threads) is small on purpose: SQLite takes one writer at a time, so more threads would
+only queue on its lock, each holding a connection and a file descriptor. The calls keep the
+sync store's semantics exactly, since they are the sync store's calls.
+
+`conn=` on SQLite: a sqlite3 connection belongs to the thread that made it, so the write runs
+on the caller's thread, in the caller's transaction (JOB-02). It is the caller's own
+connection, already used on this loop; the insert waits on no fsync (the caller's commit
+does)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from ..errors import StoreUnavailable
+from ..job import Job
+from .base import NewJob, Store
+
+T = TypeVar("T")
+THREADS = 4
+IN_FLIGHT = 4  # enqueue batches of one loop in flight at once
+BATCH = 100  # jobs in one batch at most: bounds the loop's work decoding one reply
+
+
+@runtime_checkable
+class AsyncStore(Protocol):
+    """The front door of a store as coroutines, with the semantics, errors and guarantees of
+    the Store methods of the same names (see base.py): an enqueue that returned is durable."""
+
+    url: str
+    capabilities: frozenset[str]
+
+    async def enqueue(
+        self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None
+    ) -> list[Job]: ...
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None: ...
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool: ...
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool: ...
+
+    async def aclose(self) -> None:
+        """Release this event loop's connections; the async store is unusable afterwards."""
+        ...
+
+
+def async_store(store: Store) -> AsyncStore:
+    """The store's async twin: its own (`store.aio()`) when it has one, else its sync calls in
+    a bounded pool of threads; concurrent enqueues grouped (`Grouped`)."""
+    make = getattr(store, "aio", None)
+    return Grouped(make() if make is not None else ThreadedStore(store))
+
+
+class ThreadedStore:
+    """A sync store's front door in a bounded pool of threads (SQLite, memory: see above)."""
+
+    def __init__(self, store: Store, threads: int = THREADS) -> None:
+        self.store = store
+        self.url = store.url
+        self.capabilities = store.capabilities
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._pool is None or self._pid != os.getpid():  # a fork keeps no threads
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tinyjobs-aio")
+            self._pid = os.getpid()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        if conn is not None:  # the caller's connection, on the caller's thread (see above)
+            return self.store.enqueue(jobs, now, conn=conn)
+        return await self._call(self.store.enqueue, jobs, now)
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        return await self._call(self.store.get, job_id, now, executions=executions)
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool:
+        return await self._call(self.store.cancel, job_id, now)
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool:
+        return await self._call(self.store.retry, job_id, now)
+
+    async def aclose(self) -> None:
+        """Stop the threads (the sync store stays open: it belongs to the App)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+
+class LoopLocal(Generic[T]):
+    """One T (a pool of connections) per event loop, made on first use in that loop.
+
+    An async client's connections belong to the loop that opened them, so each loop gets its
+    own. When the loop shuts down (the end of asyncio.run, Runner.close: their
+    shutdown_asyncgens), the T is closed by `close` on that loop, so that nothing is left
+    open: a keeper async generator, started in the loop, runs the close in its `finally`. A
+    loop closed without that is found at the next use in any loop and its T `abandon`ed
+    (closed without the loop). After a fork, the parent's Ts are left alone, unused."""
+
+    def __init__(
+        self,
+        make: Callable[[], T],
+        close: Callable[[T], Awaitable[None]],
+        abandon: Callable[[T], None] = lambda item: None,
+    ) -> None:
+        self._make, self._close, self._abandon = make, close, abandon
+        self._items: dict[int, tuple[asyncio.AbstractEventLoop, T, AsyncGenerator[None, None]]] = {}
+        self._pid = os.getpid()
+
+    async def get(self) -> T:
+        loop = asyncio.get_running_loop()
+        if self._pid != os.getpid():
+            self._items, self._pid = {}, os.getpid()
+        entry = self._items.get(id(loop))
+        if entry is not None and entry[0] is loop:
+            return entry[1]
+        for key, (other, item, _) in list(self._items.items()):
+            if other.is_closed():
+                del self._items[key]
+                self._abandon(item)
+        item = self._make()
+        keeper = self._keeper(loop, item)
+        await keeper.__anext__()  # registers it with this loop's shutdown_asyncgens
+        self._items[id(loop)] = (loop, item, keeper)
+        return item
+
+    async def _keeper(self, loop: asyncio.AbstractEventLoop, item: T) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            entry = self._items.get(id(loop))
+            if entry is not None and entry[0] is loop:
+                del self._items[id(loop)]
+            await self._close(item)
+
+    async def close(self) -> None:
+        """Close this loop's T now (the others close with their loops)."""
+        entry = self._items.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None and self._pid == os.getpid():
+            await entry[2].aclose()
+
+
+class Grouped:
+    """An async store whose concurrent enqueues go in shared batches (group commit).
+
+    Fifty tasks that each await `aenqueue` would make fifty round trips and fifty commits,
+    and the loop would run fifty clients' worth of callbacks. Here an enqueue joins the
+    pending list of its loop; up to IN_FLIGHT flushers each send everything pending as one
+    `enqueue` (one script, one transaction, one fsync), then resolve each caller with its
+    own jobs' snapshots. A caller alone goes out at the next turn of the loop, in a batch of
+    its own, by the store's single-job path.
+
+    The guarantees are the store's: a caller's result comes after the batch committed
+    (acknowledged = durable); a caller's own jobs are all-or-nothing (the batch is); ids and
+    keys repeated across callers dedupe as they would in turn (the first one is added). A
+    batch refused for one caller's job (a parent in `after=` that does not exist) is sent
+    again caller by caller, so only that caller gets the error. StoreUnavailable reaches
+    every caller of the batch, as it would have reached each. `conn=` never joins a batch:
+    it writes in the caller's own transaction."""
+
+    def __init__(self, inner: AsyncStore) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.capabilities = inner.capabilities
+        self._batches = LoopLocal(_Pending, _no_close)
+
+    async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        if conn is not None or not jobs:
+            return await self.inner.enqueue(jobs, now, conn=conn)
+        pending = await self._batches.get()
+        future: asyncio.Future[list[Job]] = asyncio.get_running_loop().create_future()
+        pending.items.append((list(jobs), now, future))
+        if pending.flying < IN_FLIGHT:
+            pending.flying += 1
+            pending.tasks.add(asyncio.create_task(self._flush(pending)))
+        return await future
+
+    async def _flush(self, pending: _Pending) -> None:
+        try:
+            while pending.items:
+                await self._send(pending.take())
+        finally:
+            pending.flying -= 1
+            pending.tasks.discard(asyncio.current_task())
+
+    async def _send(self, batch: list[_Item]) -> None:
+        now = batch[0][1]
+        try:
+            out = await self.inner.enqueue([job for jobs, _, _ in batch for job in jobs], now)
+        except Exception as err:
+            if len(batch) == 1 or isinstance(err, StoreUnavailable):
+                for _, _, future in batch:
+                    _settle(future, error=err)
+                return
+            for jobs, now, future in batch:  # one caller's job spoilt the batch: each alone
+                try:
+                    _settle(future, await self.inner.enqueue(jobs, now))
+                except Exception as one:
+                    _settle(future, error=one)
+            return
+        except BaseException:
+            for _, _, future in batch:
+                future.cancel()
+            raise
+        start = 0
+        for jobs, _, future in batch:
+            _settle(future, out[start : start + len(jobs)])
+            start += len(jobs)
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        return await self.inner.get(job_id, now, executions=executions)
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool:
+        return await self.inner.cancel(job_id, now)
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool:
+        return await self.inner.retry(job_id, now)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+_Item = tuple[list[NewJob], float | None, "asyncio.Future[list[Job]]"]
+
+
+class _Pending:
+    """One loop's enqueues waiting for a flusher, and the flushers running."""
+
+    def __init__(self) -> None:
+        self.items: list[_Item] = []
+        self.flying = 0
+        self.tasks: set[asyncio.Task[None]] = set()  # referenced, so that none is collected
+
+    def take(self) -> list[_Item]:
+        """The next batch: the oldest items with the same `now`, up to BATCH jobs."""
+        now, count, taken = self.items[0][1], 0, 0
+        for jobs, item_now, _ in self.items:
+            if item_now != now or (taken and count + len(jobs) > BATCH):
+                break
+            count += len(jobs)
+            taken += 1
+        batch, self.items = self.items[:taken], self.items[taken:]
+        return batch
+
+
+async def _no_close(pending: _Pending) -> None:
+    return None
+
+
+def _settle(
+    future: asyncio.Future[list[Job]], result: list[Job] | None = None, error: BaseException | None = None
+) -> None:
+    if future.done():  # its caller was cancelled meanwhile
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result or [])
