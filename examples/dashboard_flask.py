@@ -13,6 +13,7 @@ import hmac
 import os
 
 from flask import Flask, Response, redirect, request, session, url_for
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 import tinyjobs
 from tinyjobs.dashboard import make_app
@@ -27,7 +28,7 @@ web.secret_key = os.environ.get("FLASK_SECRET_KEY") or os.urandom(32)
 
 
 @web.route("/login", methods=["GET", "POST"])
-def login() -> Response | str:
+def login() -> WerkzeugResponse | str:
     """A stand-in for your real login (Flask-Login, your SSO...)."""
     if request.method == "POST":
         expected = os.environ.get("ADMIN_PASSWORD", "")
@@ -39,7 +40,7 @@ def login() -> Response | str:
 
 @web.route(f"{MOUNT}/", defaults={"path": ""}, methods=["GET", "POST"])
 @web.route(f"{MOUNT}/<path:path>", methods=["GET", "POST"])
-def jobs_dashboard(path: str) -> Response:
+def jobs_dashboard(path: str) -> WerkzeugResponse:
     if not session.get("admin"):
         return redirect(url_for("login"))
     environ = dict(request.environ)

@@ -105,11 +105,11 @@ class PostgresViews(_Base):
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple:
             if now is None:  # one clock for every read
                 cur.execute(self.q["clock"])
-                at = cur.fetchone()[0]
+                at = _one(cur)
             else:
                 at = now
             cur.execute(self.q["table_rows"], {"table": table})
-            rows = cur.fetchone()[0]
+            rows = _one(cur)
             estimated = rows > EXACT_ROWS
             counts: dict[str, dict[str, int]] = {}
             cur.execute(self.q["live_counts" if estimated else "counts"], {"now": at})
@@ -121,7 +121,7 @@ class PostgresViews(_Base):
                 for queue, state, number in cur.fetchall():
                     counts.setdefault(queue, {})[state] = round(number * 100.0 / percent)
             cur.execute(self.q["oldest_due"], {"now": at})
-            oldest = dict(cur.fetchall())
+            oldest: dict[str, float] = dict(cur.fetchall())
             cur.execute(self.q["paused_queues"])
             return counts, oldest, {row[0] for row in cur.fetchall()}, estimated
 
@@ -192,3 +192,11 @@ class PostgresViews(_Base):
         if len(shown) < len(beats):  # a write only when there is something to drop
             self._one("drop_workers", {"before": at - LOST_FACTOR * within}, write=True)
         return shown
+
+
+def _one(cur: psycopg.Cursor) -> Any:
+    """The single value of a statement that always returns one row."""
+    row = cur.fetchone()
+    if row is None:
+        raise RuntimeError("a statement that always returns one row returned none")
+    return row[0]

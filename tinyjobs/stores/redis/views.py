@@ -96,7 +96,8 @@ class RedisViews(_Base):
         return [codec.from_hash(child, codec.pairs(flat), at) for child, flat in _list(reply[1])]
 
     def steps(self, job_id: str) -> dict[str, str]:
-        return dict(self._conn.call(lambda c: c.hgetall(f"{self.base}:steps:{job_id}")))
+        flat = self._conn.call(lambda c: c.hgetall(f"{self.base}:steps:{job_id}"))
+        return {str(k): str(v) for k, v in flat.items()}
 
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
         reply = json.loads(self._run("queue_stats", [codec.now_arg(now)]))
@@ -133,7 +134,7 @@ class RedisViews(_Base):
         self._run("pause", ["0", queue])
 
     def paused(self) -> set[str]:
-        return set(self._conn.call(lambda c: c.smembers(f"{self.base}:paused")))
+        return {str(q) for q in self._conn.call(lambda c: c.smembers(f"{self.base}:paused"))}
 
     def delete(self, job_id: str, now: float | None = None) -> bool:
         return self._run("delete", [codec.now_arg(now), job_id], safe=False) == 1
