@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
 
 from . import journald
 
@@ -84,7 +85,7 @@ class IsoTimeStamper:
     def __init__(self) -> None:
         self._second: tuple[int, str] = (-1, "")
 
-    def __call__(self, logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
         # Rounded to the microsecond as datetime does; a fraction that rounds up to a whole
         # second carries into it.
         second, micro = divmod(round(time.time() * 1_000_000), 1_000_000)
@@ -108,7 +109,7 @@ def _json_fallback(value: Any) -> Any:
 _encode_json = jsonlib.JSONEncoder(default=_json_fallback).encode
 
 
-def render_json(logger: Any, method: str, event_dict: dict[str, Any]) -> str:
+def render_json(logger: WrappedLogger, method: str, event_dict: EventDict) -> str:
     """structlog's last processor for JSON lines: the same text as JSONRenderer(), cheaper."""
     return _encode_json(event_dict)
 
@@ -140,7 +141,7 @@ def configure(
     buffered = buffered and not (hasattr(stream, "isatty") and stream.isatty())
     logger = LineLogger(stream, buffered)
     _buffered = logger if buffered else None
-    renderer: Any = render_json if json else structlog.dev.ConsoleRenderer(colors=True)
+    renderer: Processor = render_json if json else structlog.dev.ConsoleRenderer(colors=True)
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,

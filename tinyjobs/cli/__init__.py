@@ -12,8 +12,10 @@ import click
 from .jobs import cancel, enqueue, list_jobs, retry, show_job, watch
 from .worker import worker
 
-# click >= 8.2 raises this for a group called without a command (the help is its message).
-_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]
+# click >= 8.2 raises this for a group called without a command (the help is its message); with
+# an older click the tuple is empty and its `except` clause catches nothing.
+_no_args_is_help = getattr(click.exceptions, "NoArgsIsHelpError", None)
+_NO_ARGS_IS_HELP: tuple[type[click.UsageError], ...] = (_no_args_is_help,) if _no_args_is_help else ()
 
 
 class OneLineErrors(click.Group):

@@ -13,7 +13,7 @@ from importlib import import_module
 import click
 
 from tinyjobs.app import DEFAULT_URL
-from tinyjobs.check import Report, audit_url, health_findings, not_checked, scrub, url_secrets
+from tinyjobs.check import Finding, Report, audit_url, health_findings, not_checked, scrub, url_secrets
 from tinyjobs.errors import ConfigError, StoreError, StoreUnavailable, TinyjobsError
 from tinyjobs.urls import mask, store_kind
 
@@ -36,7 +36,7 @@ def supervisor_health(path: str) -> dict:
         raise StoreUnavailable(f"no supervisor answers on {path}: {err}") from None
 
 
-def _store_not_audited(health: dict) -> object:
+def _store_not_audited(health: dict) -> Finding:
     shown = health.get("url") or "its store"
     return not_checked(
         "store",

@@ -81,9 +81,10 @@ class Connections:
         # A caller that asked the store to give up soon (a worker's loop) is not held for the
         # whole connect_timeout, once per address psycopg tries, by a server that does not answer.
         patience = retry_window(float("inf"))
-        extra = {"connect_timeout": max(2, math.ceil(patience))} if patience < CONNECT else {}
+        # None leaves the URL's own connect_timeout (psycopg drops parameters given as None).
+        timeout = max(2, math.ceil(patience)) if patience < CONNECT else None
         try:
-            conn = _Bounded.connect(self.settings.conninfo, autocommit=autocommit, **extra)
+            conn = _Bounded.connect(self.settings.conninfo, autocommit=autocommit, connect_timeout=timeout)
         except psycopg.Error as err:
             raise StoreUnavailable(
                 f"PostgreSQL at {self.settings.masked} is unreachable: {one_line(err)}"

@@ -166,6 +166,12 @@ class Connection:
         self._pid = -2  # a later call builds fresh clients; the store is not meant to be reused
 
 
+def decoded(reply: bytes | str) -> str:
+    """One reply of our clients as the str it is: they are made with decode_responses=True,
+    which redis-py's types cannot know (they say bytes | str)."""
+    return reply if isinstance(reply, str) else reply.decode()
+
+
 def _never_sent(err: Exception) -> bool:
     """True for errors raised before a whole command reached the server: connecting, writing,
     or the server still loading its data."""

@@ -62,7 +62,7 @@ def _lua(value: str | dict[str, str] | tuple[str, ...]) -> str:
 def prelude() -> str:
     """The texts and tables of tinyjobs/stores/rules.py (and job.py's execution outcomes) as Lua
     constants, so that the scripts read them from their one home instead of copying them."""
-    constants = {
+    constants: dict[str, str | dict[str, str] | tuple[str, ...]] = {
         "PENDING": rules.PENDING,
         "STORED_FINAL": rules.STORED_FINAL,
         "EXECUTION_OUTCOMES": rules.EXECUTION_OUTCOMES,

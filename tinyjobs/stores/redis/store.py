@@ -18,7 +18,7 @@ from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
 from . import codec
-from .connection import BLOCK_AT_MOST, Connection
+from .connection import BLOCK_AT_MOST, Connection, decoded
 from .scripts import Scripts
 from .views import RedisViews
 
@@ -107,8 +107,8 @@ class RedisStore(RedisViews):
 
     def holders(self, host: str) -> list[Holder]:
         """Read from the set of holders with live leases."""
-        ids = self._conn.call(lambda c: c.smembers(self.base + ":holders"))
-        return [Holder.parse(h) for h in sorted(ids) if h.startswith(host + "|")]
+        ids = sorted(decoded(h) for h in self._conn.call(lambda c: c.smembers(self.base + ":holders")))
+        return [Holder.parse(h) for h in ids if h.startswith(host + "|")]
 
     def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
         """One atomic script for all holders."""

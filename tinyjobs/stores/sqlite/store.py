@@ -184,7 +184,7 @@ class SQLiteStore(SQLiteViews):
         with self._write() as db:
             at = self._now(now)
             rows = db.execute(Q["renew"], {"now": at, "tokens": as_json(tokens)}).fetchall()
-        live = {row[0]: ("cancel" if row[1] else "ok") for row in rows}
+        live: dict[str, LeaseStatus] = {row[0]: "cancel" if row[1] else "ok" for row in rows}
         return {token: live.get(token, "lost") for token in tokens}
 
     def save_step(self, token: str, name: str, value: str, now: float | None = None) -> bool:
