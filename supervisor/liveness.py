@@ -109,5 +109,5 @@ def jittered(limit: int | None, fraction: float, rng: random.Random | None = Non
     all recycle together (gunicorn's max_requests_jitter)."""
     if limit is None:
         return None
-    rng = rng or random
-    return limit + int(rng.uniform(0, fraction) * limit)
+    uniform = rng.uniform if rng is not None else random.uniform
+    return limit + int(uniform(0, fraction) * limit)
