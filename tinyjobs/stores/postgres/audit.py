@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
-from tinyjobs.check import Finding, failed, not_checked, passed, warned
 from tinyjobs.errors import StoreUnavailable
+from tinyjobs.findings import Finding, failed, not_checked, passed, warned
 from tinyjobs.urls import mask
 
 _RANK = {"off": 0, "local": 1, "remote_write": 2, "on": 3, "remote_apply": 4}
