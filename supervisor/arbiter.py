@@ -98,7 +98,7 @@ class Arbiter:
         delay = STORE_RETRY[0]
         while self.stopping is None:
             try:
-                ended = Reaper(self.app.store, self.app.now, self.log).end_dead_holders()
+                ended = Reaper(self.app.store, self.app.clock.store_now, self.log).end_dead_holders()
             except Exception as err:
                 self.store_error = mask(str(err))
                 self.log.error("store.unreachable", error=self.store_error, retry_in=delay)

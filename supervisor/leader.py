@@ -8,13 +8,11 @@ health document whether the store is reachable."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tinyjobs.reaper import Reaper
+from tinyjobs.runtime import Runtime
 from tinyjobs.urls import mask
-
-if TYPE_CHECKING:
-    from tinyjobs.app import App
 
 LEASE_NAME = "leader"
 TICK = 1.0
@@ -23,7 +21,7 @@ TICK = 1.0
 class Leader:
     """Runs from the supervisor's main loop through `tick()`; never raises (it reports)."""
 
-    def __init__(self, app: App, holder_id: str, ttl: float, log: Any) -> None:
+    def __init__(self, app: Runtime, holder_id: str, ttl: float, log: Any) -> None:
         self.holder_id, self.ttl, self.log = holder_id, ttl, log
         self.leading = False
         self.reachable: bool | None = None
@@ -32,10 +30,10 @@ class Leader:
         self._next = 0.0
         self.use_app(app)
 
-    def use_app(self, app: App) -> None:
+    def use_app(self, app: Runtime) -> None:
         """Run the duties for `app` from now on (after a reload, the fresh app)."""
         self.app = app
-        self.reaper = Reaper(app.store, app.now, self.log, reap_interval=TICK)
+        self.reaper = Reaper(app.store, app.clock.store_now, self.log, reap_interval=TICK)
         self.cron = _cron_scheduler(app, self.log)
 
     def tick(self) -> float:
@@ -53,7 +51,7 @@ class Leader:
 
     def _renew(self) -> None:
         try:
-            leading = self.app.store.lead(LEASE_NAME, self.holder_id, self.ttl, self.app.now())
+            leading = self.app.store.lead(LEASE_NAME, self.holder_id, self.ttl, self.app.clock.store_now())
         except Exception as err:
             if self.reachable is not False:
                 self.log.error("store.unreachable", error=mask(str(err)))
@@ -96,7 +94,7 @@ class Leader:
         }
 
 
-def _cron_scheduler(app: App, log: Any) -> Any:
+def _cron_scheduler(app: Runtime, log: Any) -> Any:
     """tinyjobs.cron.CronScheduler(app, log) when the app has cron schedules, else None. Imported
     lazily: cron (and croniter) are only needed when schedules exist."""
     if not _has_schedules(app):
@@ -114,7 +112,7 @@ def _cron_scheduler(app: App, log: Any) -> Any:
         return None
 
 
-def _has_schedules(app: App) -> bool:
+def _has_schedules(app: Runtime) -> bool:
     """True unless the app says it has no schedule (an app without a registry of schedules is
     left to the scheduler to judge)."""
     crons = getattr(app, "crons", None)

@@ -133,7 +133,7 @@ class Pool:
     def _end_leases(self, child: Child, app: App) -> int | None:
         """DUR-02: the dead worker's jobs are due again now, not after their lease."""
         try:
-            return app.store.end_leases([child.holder], app.now())
+            return app.store.end_leases([child.holder], app.clock.store_now())
         except Exception as err:  # the reaper ends them later (holders check, or expiry)
             self.log.error("leases.end_failed", worker_pid=child.pid, error=mask(str(err)))
             return None

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
-from .clock import Clock, SystemClock
+from .clock import Clock, StoreClock
 from .durations import parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
 from .job import CANCELLED, FINAL_STATES, Job
@@ -29,6 +29,10 @@ from .stores.base import (
 from .task import Task, after_ids, check_signature
 from .urls import mask
 
+if TYPE_CHECKING:
+    from .check import Report
+    from .cron import Schedule
+
 DEFAULT_URL = "sqlite:///tinyjobs.db"
 MAX_ID_LENGTH = 255
 
@@ -45,7 +49,11 @@ class App:
     """Tasks, queues and the store they live in.
 
     `App()` reads the URL from $TINYJOBS_URL, else uses `sqlite:///tinyjobs.db`. The store is
-    opened on first use, so an app defined at import time opens nothing before a fork."""
+    opened on first use, so an app defined at import time opens nothing before a fork.
+
+    `clock` is the app's one clock (tinyjobs.clock): by default real time as the store judges
+    it; a `FakeClock` moves the store's time in tests. The worker, drain, cron and the
+    supervisor's leader see the app through `tinyjobs.runtime.Runtime`."""
 
     def __init__(
         self,
@@ -60,12 +68,12 @@ class App:
         else:
             self.url = url.url
             self._store = url
-        self.clock = clock or SystemClock()
+        self.clock: Clock = clock or StoreClock(lambda: self.store.now())
         self.max_payload = int(max_payload)
         self.tasks: dict[str, Task] = {}
         self._plain: dict[str, NewJob] = {}  # task name -> its template without options
         self.queues: dict[str, QueueConfig] = {}
-        self.crons: dict[str, Any] = {}  # schedule name -> tinyjobs.cron.Schedule
+        self.crons: dict[str, Schedule] = {}
 
     def __repr__(self) -> str:
         return f"App({mask(self.url)!r}, tasks={sorted(self.tasks)})"
@@ -75,10 +83,6 @@ class App:
         if self._store is None:
             self._store = open_store(self.url)
         return self._store
-
-    def now(self) -> float | None:
-        """`now` for store calls: None (the store's clock) unless a test clock was given."""
-        return None if isinstance(self.clock, SystemClock) else self.clock.now()
 
     # -- registration -------------------------------------------------------------------
 
@@ -118,6 +122,34 @@ class App:
         self.queues[name] = config
         return config
 
+    @overload
+    def task(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        attempts: int = DEFAULT_ATTEMPTS,
+        keep: float | str = DEFAULT_KEEP,
+        dedupe: float | str = DEFAULT_DEDUPE,
+        priority: int = 0,
+        timeout: float | str | None = None,
+    ) -> Task: ...
+
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        *,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        attempts: int = DEFAULT_ATTEMPTS,
+        keep: float | str = DEFAULT_KEEP,
+        dedupe: float | str = DEFAULT_DEDUPE,
+        priority: int = 0,
+        timeout: float | str | None = None,
+    ) -> Callable[[Callable[..., Any]], Task]: ...
+
     def task(
         self,
         fn: Callable[..., Any] | None = None,
@@ -129,7 +161,7 @@ class App:
         dedupe: float | str = DEFAULT_DEDUPE,
         priority: int = 0,
         timeout: float | str | None = None,
-    ) -> Any:
+    ) -> Task | Callable[[Callable[..., Any]], Task]:
         """Register a handler `fn(run, **kwargs)` (sync or async) as a task; usable bare
         (`@app.task`) or with options (`@app.task(queue="replies", attempts=5)`)."""
 
@@ -172,10 +204,18 @@ class App:
         """Register a handler `fn(run)` as a task fired once per due time of the croniter
         expression `expr` (five fields, or six with seconds) in time zone `tz` (CRON-01); the
         task and schedule are named after the function unless `name=` says otherwise."""
-        from .cron import register
+        from .cron import Schedule, check_schedule
 
         def decorate(fn: Callable[..., Any]) -> Task:
-            return register(self, fn, expr, tz=tz, queue=queue, catch_up=catch_up, name=name)
+            schedule_name = name or fn.__name__
+            if schedule_name in self.crons:
+                raise DuplicateTask(
+                    f"a cron schedule named {schedule_name!r} is already registered in this app"
+                )
+            window = check_schedule(schedule_name, expr, tz, catch_up)
+            task = self.task(fn, name=schedule_name, queue=queue)
+            self.crons[schedule_name] = Schedule(schedule_name, expr.strip(), tz, queue, window, task)
+            return task
 
         return decorate
 
@@ -220,7 +260,7 @@ class App:
         for name, args in items:
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
             new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
-        return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
+        return self.store.enqueue(new_jobs, self.clock.store_now(), conn=conn) if new_jobs else []
 
     def _template(self, name: str, options: dict[str, Any]) -> NewJob:
         """A NewJob for task `name` with the enqueue options applied (id and payload to fill)."""
@@ -251,18 +291,18 @@ class App:
 
     def get(self, job_id: str, executions: bool = True) -> Job | None:
         """The job's snapshot with its executions, or None."""
-        return self.store.get(job_id, self.now(), executions=executions)
+        return self.store.get(job_id, self.clock.store_now(), executions=executions)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job (JOB-08): True when there was something to cancel."""
-        return self.store.cancel(job_id, self.now())
+        return self.store.cancel(job_id, self.clock.store_now())
 
     def retry(self, job_id: str) -> bool:
         """Run a failed or cancelled job again, with a fresh budget of attempts."""
-        return self.store.retry(job_id, self.now())
+        return self.store.retry(job_id, self.clock.store_now())
 
     def jobs(self, state: str | None = None, queue: str | None = None, limit: int = 100) -> list[Job]:
-        return self.store.jobs(state=state, queue=queue, limit=limit, now=self.now())
+        return self.store.jobs(state=state, queue=queue, limit=limit, now=self.clock.store_now())
 
     def watch(self, job_id: str, interval: float = 0.05, timeout: float | None = None) -> Iterator[Job]:
         """Yield the job's snapshot once per change, ending at a final state. A job that
@@ -270,7 +310,7 @@ class App:
         deadline = None if timeout is None else time.monotonic() + timeout
         last: Job | None = None
         while deadline is None or time.monotonic() < deadline:
-            job = self.store.get(job_id, self.now())
+            job = self.store.get(job_id, self.clock.store_now())
             if job is None:
                 if last is not None and last.state not in FINAL_STATES:
                     last.state, last.ahead = CANCELLED, None
@@ -304,7 +344,7 @@ class App:
         )
         return worker.run()
 
-    def check(self, store_warnings: bool = False) -> Any:
+    def check(self, store_warnings: bool = False) -> Report:
         """Audit the store's durability settings; a report with `.ok` and `.findings`.
         `store_warnings=True` turns the store's FAIL items into WARN (development setups)."""
         from .check import audit_url
@@ -318,13 +358,24 @@ class App:
 
 
 def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
-    """The template with its id and payload (dataclasses.replace, without its introspection:
-    this runs once per job of an enqueue_many)."""
+    """The template with its id and payload: dataclasses.replace without its introspection, as
+    this runs once per job of an enqueue_many. Every field of NewJob is copied; a test over
+    dataclasses.fields(NewJob) fails when one is missing here."""
     return NewJob(
-        id=job_id, task=t.task, queue=t.queue, payload=payload, priority=t.priority, delay=t.delay,
-        at=t.at, key=t.key, group=t.group, after=t.after, max_attempts=t.max_attempts,
-        dedupe=t.dedupe, keep=t.keep,
-    )  # fmt: skip
+        id=job_id,
+        task=t.task,
+        queue=t.queue,
+        payload=payload,
+        priority=t.priority,
+        delay=t.delay,
+        at=t.at,
+        key=t.key,
+        group=t.group,
+        after=t.after,
+        max_attempts=t.max_attempts,
+        dedupe=t.dedupe,
+        keep=t.keep,
+    )
 
 
 def new_id() -> str:

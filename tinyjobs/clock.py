@@ -1,14 +1,19 @@
-"""Clocks. Store operations take `now` (epoch seconds) from a clock, so tests can move time.
+"""Clocks. One clock per App answers both questions a component asks of time:
 
-`None` as `now` means "the store's own clock": the process clock for SQLite and memory, the
-server's clock for PostgreSQL and Redis (CLK-01). The App passes `None` with the system clock
-and explicit values with a `FakeClock`.
+- `now()`: what time it is, as a number (cron's due times, `tinyjobs cron`);
+- `store_now()`: the `now` argument of store calls. None lets the store read its own clock
+  inside the same atomic step (the process clock for SQLite and memory, the server's for
+  PostgreSQL and Redis: CLK-01), at no extra round trip; a test clock gives its time, so
+  tests move the store's time with it.
+
+An App without a clock uses a `StoreClock`: real time as the store judges it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -18,12 +23,35 @@ class Clock(Protocol):
         """Seconds since the epoch."""
         ...
 
+    def store_now(self) -> float | None:
+        """The `now` to pass to store calls: None for the store's own clock."""
+        ...
+
+
+class StoreClock:
+    """Real time as the store judges it (CLK-01). `now()` asks the store (a round trip on a
+    server, so only where a number is needed); store calls get None and read the store's clock
+    in their own step."""
+
+    def __init__(self, store_time: Callable[[], float]) -> None:
+        self._store_time = store_time  # the store's `now`, looked up when asked: opened lazily
+
+    def now(self) -> float:
+        return self._store_time()
+
+    def store_now(self) -> None:
+        return None
+
 
 class SystemClock:
-    """The wall clock of this process."""
+    """The wall clock of this process. Store calls still judge by the store's own clock
+    (`store_now()` is None), as CLK-01 requires."""
 
     def now(self) -> float:
         return time.time()
+
+    def store_now(self) -> None:
+        return None
 
 
 class FakeClock:
@@ -38,6 +66,9 @@ class FakeClock:
     def now(self) -> float:
         with self._lock:
             return self._now
+
+    def store_now(self) -> float:
+        return self.now()
 
     def advance(self, seconds: float | str) -> float:
         from .durations import parse_duration

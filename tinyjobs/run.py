@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from .durations import parse_duration
 from .errors import LeaseLost
@@ -20,7 +20,7 @@ from .stores.base import Claimed, Store
 class Outcome:
     """A handler's answer other than a result: returned from `run.retry/snooze/fail`."""
 
-    kind: str  # "retry" | "snooze" | "fail"
+    kind: Literal["retry", "snooze", "fail"]
     delay: float | None = None
     reason: str | None = None
 

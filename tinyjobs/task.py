@@ -5,16 +5,21 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .app import App
-    from .job import Job
+from .job import Job
 
 # Keyword arguments of `enqueue` that are options, not the task's arguments.
 ENQUEUE_OPTIONS = frozenset({"id", "key", "delay", "at", "after", "group", "priority", "conn", "queue"})
+
+
+class Enqueuer(Protocol):
+    """What a Task needs of its app: adding jobs by task name (`App` provides it)."""
+
+    def enqueue(self, task: str, args: dict[str, Any] | None = None, **options: Any) -> Job: ...
+
+    def enqueue_many(self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any) -> list[Job]: ...
 
 
 @dataclass
@@ -22,7 +27,7 @@ class Task:
     """A function registered with `@app.task`. Call it directly to run it in-line (tests);
     `enqueue(**kwargs)` to run it in the background."""
 
-    app: App
+    app: Enqueuer
     fn: Callable[..., Any]
     name: str
     queue: str

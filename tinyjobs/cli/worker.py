@@ -9,8 +9,9 @@ import click
 
 from .. import log
 from ..durations import parse_duration
+from ..stop import StopReason
 from ..urls import mask
-from ..worker import RECYCLE, Worker
+from ..worker import Worker
 from .common import handle_errors, load_app, resolve_url
 
 
@@ -44,7 +45,7 @@ def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
     reason = w.run()
     sys.stdout.flush()
     sys.stderr.flush()
-    if reason == RECYCLE:
+    if reason == StopReason.RECYCLE:
         # The timed-out handler's thread cannot be stopped; exec ends it with the old image.
         os.execv(sys.executable, sys.orig_argv)
     os._exit(0)  # handler threads that ignored the drain must not hold the process open
