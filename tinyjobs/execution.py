@@ -122,22 +122,37 @@ class Attempt:
 
 
 def argument_mismatch(task: Task, run: Run, args: dict[str, Any]) -> str | None:
-    """Why `args` cannot bind to the task's handler (a missing or unexpected keyword), or None
+    """Why `args` cannot bind to the task's handler (missing or unexpected keywords), or None
     when they can or the handler's signature cannot be read. Asked only after the call raised
     TypeError, so jobs whose arguments fit pay nothing for it."""
     try:
         signature = inspect.signature(task.fn)
-    except (TypeError, ValueError):
-        return None
-    try:
         signature.bind(run, **args)
+    except ValueError:  # no signature to read (some builtins): the error stays a plain one
+        return None
     except TypeError as err:
-        given = ", ".join(sorted(args)) or "none"
         return (
-            f"ArgumentError: the job's arguments ({given}) do not fit task {task.name!r}"
-            f"{signature}: {err}; failed at once, as a retry cannot change them"
+            f"ArgumentError: task {task.name!r}{signature} cannot take {_given(args)}: "
+            f"{_why(signature, args, err)}; failed at once, as a retry cannot change them"
         )
     return None
+
+
+def _given(args: dict[str, Any]) -> str:
+    return f"the arguments {', '.join(sorted(args))}" if args else "no arguments"
+
+
+def _why(signature: inspect.Signature, args: dict[str, Any], err: TypeError) -> str:
+    """Every missing and unexpected keyword (bind names only the first problem it meets)."""
+    params = list(signature.parameters.values())[1:]  # after the Run
+    keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    missing = [p.name for p in params if p.kind in keywords and p.default is p.empty and p.name not in args]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    named = {p.name for p in params if p.kind in keywords}
+    unexpected = [] if takes_any else sorted(set(args) - named)
+    parts = [f"missing {', '.join(missing)}"] if missing else []
+    parts += [f"unexpected {', '.join(unexpected)}"] if unexpected else []
+    return "; ".join(parts) or str(err)
 
 
 def prepare(
