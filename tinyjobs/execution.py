@@ -31,7 +31,9 @@ NULL = dump(None, "result")  # the JSON text of a handler's None result
 Verdict = Literal["done", "retrying", "failed", "snoozed", "handed_back"]
 
 
-@dataclass(frozen=True, slots=True)
+# Ending and Attempt are built once per job on the worker's hot path: plain slotted classes,
+# as a frozen dataclass's __init__ costs several times more.
+@dataclass(slots=True)
 class Ending:
     """How an attempt ended: the settlement to apply and the verdict it leads to."""
 
@@ -76,7 +78,7 @@ def timed_out(claimed: Claimed, timeout: float) -> Ending:
     return retried(claimed, error, backoff(job.attempts), execution=OUTCOME_TIMEOUT)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Attempt:
     """A claimed job ready to run: its task, the Run its handler gets, and its arguments."""
 
