@@ -84,6 +84,11 @@ class App:
             self._store = open_store(self.url)
         return self._store
 
+    def now(self) -> float | None:
+        """The `now` argument of store calls, `self.clock.store_now()`: None for the store's own
+        clock. Not the time: for that as a number, `self.clock.now()`."""
+        return self.clock.store_now()
+
     # -- registration -------------------------------------------------------------------
 
     def queue(
