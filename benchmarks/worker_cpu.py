@@ -108,21 +108,21 @@ class StubStore:
         ]
         self._claims.reverse()  # taken from the end: handed out in order
 
-    def claim(self, queues, holder, limit, now=None):  # noqa: ANN001, ANN201
+    def claim(self, queues, holder, limit, now=None):
         taken = self._claims[-limit:] if limit > 0 else []
         del self._claims[len(self._claims) - len(taken) :]
         return taken
 
-    def settle(self, settlements, now=None):  # noqa: ANN001, ANN201
+    def settle(self, settlements, now=None):
         return [True] * len(settlements)
 
-    def settle_and_claim(self, settlements, queues, holder, limit, now=None):  # noqa: ANN001, ANN201
+    def settle_and_claim(self, settlements, queues, holder, limit, now=None):
         return self.settle(settlements), self.claim(queues, holder, limit)
 
-    def renew(self, tokens, now=None):  # noqa: ANN001, ANN201
+    def renew(self, tokens, now=None):
         return dict.fromkeys(tokens, "ok")
 
-    def wait(self, queues, timeout):  # noqa: ANN001, ANN201
+    def wait(self, queues, timeout):
         time.sleep(timeout)
         return False
 
@@ -140,7 +140,7 @@ def in_process(jobs: int, warmup: int, slots: int, log_level: str, pin: int | No
 
     if pin is not None:
         os.sched_setaffinity(0, {pin})
-    log.configure(json=True, stream=open(os.devnull, "w"), buffered=True)  # noqa: SIM115
+    log.configure(json=True, stream=open(os.devnull, "w"), buffered=True)
     app = App(StubStore(jobs))
     app.tasks["noop"] = noop
     marks: list[tuple[int, float, float]] = []

@@ -12,7 +12,7 @@ if __name__ != "tinyjobs.supervisor":
         "repository folder is on sys.path (run plain `pytest`, not `python -m pytest`)"
     )
 
-from .arbiter import Arbiter  # noqa: E402
-from .config import SupervisorConfig  # noqa: E402
+from .arbiter import Arbiter
+from .config import SupervisorConfig
 
 __all__ = ["Arbiter", "SupervisorConfig"]

@@ -53,8 +53,11 @@ class AppLoader:
             app.url = self.url
             app._store = None  # open on the URL given on the command line
         if app.url.startswith("memory:"):
-            raise BootError("memory:// lives in one process; the supervisor needs a shared store "
-                            "(sqlite:///file.db, postgresql://..., redis://...)", 2)  # fmt: skip
+            raise BootError(
+                "memory:// lives in one process; the supervisor needs a shared store "
+                "(sqlite:///file.db, postgresql://..., redis://...)",
+                2,
+            )
         return app
 
     def reload(self) -> App:

@@ -53,6 +53,7 @@ class Arbiter:
         self.loader = AppLoader(config.app_spec, config.url)
         self.health: HealthServer | None = None
         self.leader: Leader | None = None
+        self.store_error: str | None = None  # why the store could not be opened, until it is
         self.pool = Pool(config, self.selector, self._inherited_fds, self.log)
         self._ready_sent = False
         self._next_status = 0.0
@@ -80,11 +81,15 @@ class Arbiter:
         self.signals.install()
         self.selector.register(self.signals.wake_fd, selectors.EVENT_READ, lambda fd, mask: None)
         self.app = self.loader.load()
-        self.log.info("supervisor.starting", url=mask(self.app.url), workers=self.config.workers,
-                      slots=self.config.slots, version=_version())  # fmt: skip
+        self.log.info(
+            "supervisor.starting",
+            url=mask(self.app.url),
+            workers=self.config.workers,
+            slots=self.config.slots,
+            version=_version(),
+        )
         if self.config.socket_path:
-            self.health = HealthServer(self.config.socket_path, self.selector, self.document,
-                                       self.log)  # fmt: skip
+            self.health = HealthServer(self.config.socket_path, self.selector, self.document, self.log)
             self.health.open()
         if not self._open_store():
             return
@@ -168,8 +173,7 @@ class Arbiter:
             self.stop_deadline = now + self.config.drain_timeout + KILL_GRACE
             self.pool.signal_all(signal.SIGTERM, self.stop_deadline)
         else:
-            self.stop_deadline = min(self.stop_deadline or now + STOP_NOW_GRACE,
-                                     now + STOP_NOW_GRACE)  # fmt: skip
+            self.stop_deadline = min(self.stop_deadline or now + STOP_NOW_GRACE, now + STOP_NOW_GRACE)
             self.pool.signal_all(signal.SIGQUIT, self.stop_deadline)
         self.log.info("supervisor.stopping", how=how, workers=len(self.pool.children))
         self.notifier.stopping(self._status(), extend=self.stop_deadline - now + KILL_GRACE)
@@ -184,7 +188,9 @@ class Arbiter:
             _ = app.store  # opened now: a reload onto an unreachable store keeps the old app
         except Exception as err:
             self.log.error("supervisor.reload_failed", error=mask(str(err)))
+            self.last_reload = {"ok": False, "error": mask(str(err)), "at": time.time()}
             return
+        self.last_reload = {"ok": True, "error": None, "at": time.time()}
         old, self.app = self.app, app
         self.leader.use_app(app)
         if old is not app:
@@ -220,12 +226,9 @@ class Arbiter:
     def document(self) -> dict[str, Any]:
         """The health document (SUP-09): no secrets (the URL is masked)."""
         now = time.monotonic()
-        workers = [c.health(now) for c in sorted(self.pool.children.values(),
-                                                  key=lambda c: (c.number, c.pid))]  # fmt: skip
-        leader = self.leader.health() if self.leader else {
-            "leader": False, "last_reap": None, "last_cron_tick": None,
-            "store": {"reachable": False, "error": getattr(self, "store_error", None)},
-        }  # fmt: skip
+        children = sorted(self.pool.children.values(), key=lambda c: (c.number, c.pid))
+        workers = [c.health(now) for c in children]
+        leader = self.leader.health() if self.leader else self._before_leading()
         doc = {
             "pid": os.getpid(),
             "uptime": round(now - self.started, 3),
@@ -234,10 +237,22 @@ class Arbiter:
             "url": mask(self.app.url) if hasattr(self, "app") else None,
             "workers_expected": self.config.workers,
             "workers": workers,
+            "last_reload": getattr(self, "last_reload", None),  # None: no reload yet
             **leader,
         }
         problems = _problems(doc)
-        return {**doc, "healthy": not problems, "problems": problems}
+        degraded = bool(problems) and all(p.startswith("degraded:") for p in problems)
+        status = "healthy" if not problems else "degraded" if degraded else "unhealthy"
+        return {**doc, "healthy": not problems, "status": status, "problems": problems}
+
+    def _before_leading(self) -> dict[str, Any]:
+        """The leader's part of the health document while the store is not open yet."""
+        return {
+            "leader": False,
+            "last_reap": None,
+            "last_cron_tick": None,
+            "store": {"reachable": False, "error": self.store_error},
+        }
 
     def _inherited_fds(self) -> list[int]:
         """What a forked child closes: the wake-up pipe, the health socket and its clients,
@@ -266,6 +281,8 @@ def _problems(doc: dict[str, Any]) -> list[str]:
         problems.append(f"store unreachable: {doc['store']['error']}")
     if doc["leader"] and (doc["last_reap"] is None or time.time() - doc["last_reap"] > STALE_REAP):
         problems.append("leader duties are stale: no reap in the last 10 s")
+    if (doc.get("last_reload") or {}).get("ok") is False:
+        problems.append(f"degraded: the last reload failed ({doc['last_reload']['error']})")
     return problems
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tinyjobs.cron import CronScheduler
 from tinyjobs.reaper import Reaper
 from tinyjobs.runtime import Runtime
 from tinyjobs.urls import mask
@@ -94,26 +95,13 @@ class Leader:
         }
 
 
-def _cron_scheduler(app: Runtime, log: Any) -> Any:
-    """tinyjobs.cron.CronScheduler(app, log) when the app has cron schedules, else None. Imported
-    lazily: cron (and croniter) are only needed when schedules exist."""
-    if not _has_schedules(app):
-        return None
-    try:
-        from tinyjobs.cron import CronScheduler
-    except ImportError as err:
-        if err.name != "tinyjobs.cron":  # cron not there yet is fine; a broken one is not
-            log.warning("cron.unavailable", error=str(err))
+def _cron_scheduler(app: Runtime, log: Any) -> CronScheduler | None:
+    """A CronScheduler for the app's schedules, or None when it has none. A scheduler that
+    cannot start is logged and left out: the reaper and the purge still run."""
+    if not app.crons:
         return None
     try:
         return CronScheduler(app, log)
     except Exception as err:
         log.error("cron.unavailable", error=mask(str(err)))
         return None
-
-
-def _has_schedules(app: Runtime) -> bool:
-    """True unless the app says it has no schedule (an app without a registry of schedules is
-    left to the scheduler to judge)."""
-    crons = getattr(app, "crons", None)
-    return True if crons is None else bool(crons)

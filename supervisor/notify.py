@@ -8,8 +8,6 @@ import os
 import socket
 import time
 
-ENV_KEYS = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")
-
 
 class Notifier:
     """Speaks to systemd for the supervisor. Build it with `from_environment` before forking:

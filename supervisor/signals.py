@@ -25,7 +25,6 @@ class SignalQueue:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._read, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._previous_wakeup: int | None = None
 
     @property
     def wake_fd(self) -> int:
@@ -38,7 +37,7 @@ class SignalQueue:
 
     def install(self) -> None:
         """Install the recording handler for every handled signal (main thread only)."""
-        self._previous_wakeup = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         for signum in HANDLED:
             signal.signal(signum, self._record)
 

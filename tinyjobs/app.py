@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, overload
 
 from .clock import Clock, StoreClock
-from .durations import parse_duration, parse_rate
+from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
 from .job import CANCELLED, FINAL_STATES, Job
 from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
@@ -209,7 +209,7 @@ class App:
         """Register a handler `fn(run)` as a task fired once per due time of the croniter
         expression `expr` (five fields, or six with seconds) in time zone `tz` (CRON-01); the
         task and schedule are named after the function unless `name=` says otherwise."""
-        from .cron import Schedule, check_schedule
+        from .cron import Schedule, check_cron_handler, check_schedule
 
         def decorate(fn: Callable[..., Any]) -> Task:
             schedule_name = name or fn.__name__
@@ -218,6 +218,7 @@ class App:
                     f"a cron schedule named {schedule_name!r} is already registered in this app"
                 )
             window = check_schedule(schedule_name, expr, tz, catch_up)
+            check_cron_handler(fn, schedule_name)
             task = self.task(fn, name=schedule_name, queue=queue)
             self.crons[schedule_name] = Schedule(schedule_name, expr.strip(), tz, queue, window, task)
             return task
@@ -264,6 +265,9 @@ class App:
         new_jobs = []
         for name, args in items:
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
+            task = self.tasks.get(name)
+            if task is not None:
+                task.check_args(args or {})
             new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
         return self.store.enqueue(new_jobs, self.clock.store_now(), conn=conn) if new_jobs else []
 
@@ -282,7 +286,7 @@ class App:
             task=name,
             queue=queue,
             priority=_check_priority(options.get("priority", task.priority if task else 0)),
-            delay=parse_duration(options.get("delay") or 0, "delay"),
+            delay=_delay(options.get("delay")),
             at=_epoch(options.get("at")),
             key=_optional_text(options.get("key"), "key"),
             group=_optional_text(options.get("group"), "group"),
@@ -306,8 +310,20 @@ class App:
         """Run a failed or cancelled job again, with a fresh budget of attempts."""
         return self.store.retry(job_id, self.clock.store_now())
 
-    def jobs(self, state: str | None = None, queue: str | None = None, limit: int = 100) -> list[Job]:
-        return self.store.jobs(state=state, queue=queue, limit=limit, now=self.clock.store_now())
+    def jobs(
+        self,
+        state: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+        *,
+        newest: bool = False,
+        offset: int = 0,
+    ) -> list[Job]:
+        """Jobs in `state` (every state when None), of `queue` (all when None), oldest first
+        (newest first with `newest=True`), skipping `offset` of that order, at most `limit`."""
+        return self.store.jobs(
+            state=state, queue=queue, limit=limit, now=self.clock.store_now(), newest=newest, offset=offset
+        )
 
     def watch(self, job_id: str, interval: float = 0.05, timeout: float | None = None) -> Iterator[Job]:
         """Yield the job's snapshot once per change, ending at a final state. A job that
@@ -415,6 +431,16 @@ def _optional_text(value: Any, what: str) -> str | None:
     return value
 
 
+def _delay(delay: Any) -> float:
+    """Seconds from `delay=` (a number, a string with a unit or a timedelta), refused when it
+    would put the job past the latest time tinyjobs holds."""
+    if not delay:
+        return 0.0
+    seconds = parse_duration(delay, "delay")
+    check_due(time.time() + seconds, delay, "delay")
+    return seconds
+
+
 def _epoch(at: Any) -> float | None:
     if at is None:
         return None
@@ -422,4 +448,4 @@ def _epoch(at: Any) -> float | None:
         raise ConfigError(f"at must be an aware datetime, got {type(at).__name__}")
     if at.tzinfo is None or at.utcoffset() is None:
         raise ConfigError(f"at must be an aware datetime (with a time zone), got naive {at.isoformat()}")
-    return at.timestamp()
+    return check_due(at.timestamp(), at.isoformat(), "at")

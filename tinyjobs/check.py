@@ -19,7 +19,7 @@ from importlib import import_module
 from urllib.parse import unquote
 
 from .errors import TinyjobsError
-from .findings import FAIL, PASS, STATUSES, WARN, Finding, failed, not_checked, passed
+from .findings import FAIL, PASS, STATUSES, WARN, Finding, failed, not_checked, passed, warned
 from .urls import mask, split, store_kind
 
 _AUDITS = {
@@ -183,4 +183,14 @@ def health_findings(health: dict) -> list[Finding]:
     for problem in health.get("problems") or []:
         if "leader" in str(problem):  # workers and store are reported above
             out.append(failed("supervisor.leader", str(problem), "see the supervisor's journal"))
+    reload = health.get("last_reload")
+    if isinstance(reload, dict) and reload.get("ok") is False:
+        # Degraded: the workers still run the code loaded before, not what is on disk.
+        out.append(
+            warned(
+                "supervisor.reload",
+                f"the last reload failed, the workers run the code loaded before: {reload.get('error')}",
+                "fix the app so that it imports, then systemctl reload again (see the journal)",
+            )
+        )
     return [replace(f, source="supervisor") for f in out]

@@ -22,8 +22,9 @@ the due times are computed from the recorded last due time, not from the previou
 
 from __future__ import annotations
 
+import inspect
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -134,13 +135,28 @@ class CronSource(Protocol):
     def crons(self) -> Mapping[str, Schedule]: ...
 
 
+def check_cron_handler(fn: Callable[..., Any], name: str) -> None:
+    """Refuse, at decoration, a handler that the cron call `fn(run)` cannot call."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: nothing to read, the first run will tell
+    try:
+        signature.bind(object())
+    except TypeError as err:
+        raise ConfigError(
+            f"cron schedule {name!r}: a cron job calls {fn.__name__}(run) with no other "
+            f"arguments, but the handler is {fn.__name__}{signature} ({err}); give its other "
+            "parameters defaults"
+        ) from None
+
+
 class CronScheduler:
     """Fires the app's schedules when due. Any number of schedulers may tick the same store at
     once (each worker, the supervisor's leader): the store lets one fire each due time."""
 
     def __init__(self, app: CronSource, log: Any) -> None:
         self.app, self.log = app, log
-        self.last_tick: float | None = None  # wall time of the last tick, for health
         self._first_seen: dict[str, float] = {}
         self._poll_at = 0.0
 
@@ -157,7 +173,6 @@ class CronScheduler:
             except Exception as err:
                 self.log.error("cron.error", schedule=schedule.name, error=str(err))
                 wait = min(wait, MAX_WAIT)
-        self.last_tick = time.time()
         return max(0.0, wait)
 
     def poll(self) -> float:

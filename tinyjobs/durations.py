@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 from .errors import ConfigError
+
+# The latest time tinyjobs holds: a day short of what `datetime` can hold, so that any time it
+# keeps converts to a datetime in every time zone (stores hold far more: double seconds).
+LATEST = datetime(9999, 12, 31, tzinfo=UTC).timestamp()
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
@@ -21,8 +26,14 @@ _SIZE_UNITS = {
 }
 
 
-def parse_duration(value: float | int | str, what: str = "duration") -> float:
-    """Seconds from a number or a string with a unit; `what` names the setting in errors."""
+def parse_duration(value: float | int | str | timedelta, what: str = "duration") -> float:
+    """Seconds from a number, a `datetime.timedelta` or a string with a unit; `what` names the
+    setting in errors. A duration past the latest time tinyjobs holds (LATEST) is refused."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+        if seconds < 0:
+            raise ConfigError(f"{what}: {value!r} must be a duration of zero or more")
+        return _bounded(seconds, value, what)
     if isinstance(value, bool):
         raise ConfigError(f"{what}: expected a duration such as 10, '10s', '5m', '1h' or '7d', got {value!r}")
     if isinstance(value, int | float):
@@ -39,7 +50,31 @@ def parse_duration(value: float | int | str, what: str = "duration") -> float:
         raise ConfigError(f"{what}: expected a duration, got {type(value).__name__}")
     if seconds < 0 or seconds != seconds or seconds == float("inf"):
         raise ConfigError(f"{what}: {value!r} must be a finite duration of zero or more")
+    return _bounded(seconds, value, what)
+
+
+def _bounded(seconds: float, value: object, what: str) -> float:
+    if seconds > LATEST:
+        raise ConfigError(f"{what}: {value!r} is longer than any time tinyjobs can hold (until 9999-12-31)")
     return seconds
+
+
+def check_due(due: float, value: object, what: str) -> float:
+    """`due` (epoch seconds) unless it is past LATEST, where ConfigError names `what`."""
+    if due > LATEST:
+        raise ConfigError(
+            f"{what}: {value!r} puts the job after 9999-12-31, the latest time tinyjobs can hold"
+        )
+    return due
+
+
+def until(moment: datetime, now: float, what: str) -> float:
+    """Seconds from `now` (epoch) to the aware datetime `moment` (0 when it has passed)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ConfigError(
+            f"{what}: must be an aware datetime (with a time zone), got naive {moment.isoformat()}"
+        )
+    return max(0.0, check_due(moment.timestamp(), moment, what) - now)
 
 
 def parse_rate(value: str, what: str = "rate") -> tuple[int, float]:

@@ -15,6 +15,10 @@ class SerializationError(TinyjobsError, TypeError):
     """A value that is not JSON: the message names the argument (or step, or result) at fault."""
 
 
+class BadArguments(TinyjobsError, TypeError):
+    """Arguments that the task's handler cannot take (missing, unexpected or misspelt)."""
+
+
 class PayloadTooLarge(TinyjobsError, ValueError):
     """A job's arguments exceed the app's payload limit."""
 

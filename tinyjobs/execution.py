@@ -11,7 +11,6 @@ whose cancellation was requested while it ran ends cancelled unless it is done.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -115,7 +114,7 @@ class Attempt:
         if isinstance(err, LeaseLost):
             return None
         if isinstance(err, TypeError):
-            mismatch = argument_mismatch(self.task, self.run, self.args)
+            mismatch = argument_mismatch(self.task, self.args)
             if mismatch is not None:
                 return failed(self.claimed, mismatch)
         job = self.claimed.job
@@ -123,38 +122,17 @@ class Attempt:
         return retried(self.claimed, bound_error(text), backoff(job.attempts))
 
 
-def argument_mismatch(task: Task, run: Run, args: dict[str, Any]) -> str | None:
-    """Why `args` cannot bind to the task's handler (missing or unexpected keywords), or None
-    when they can or the handler's signature cannot be read. Asked only after the call raised
-    TypeError, so jobs whose arguments fit pay nothing for it."""
-    try:
-        signature = inspect.signature(task.fn)
-        signature.bind(run, **args)
-    except ValueError:  # no signature to read (some builtins): the error stays a plain one
+def argument_mismatch(task: Task, args: dict[str, Any]) -> str | None:
+    """Why `args` cannot be the handler's keyword arguments (each missing and unexpected one,
+    as enqueue words it), or None when they fit or the signature cannot be read. Asked only
+    after the call raised TypeError, so jobs whose arguments fit pay nothing for it."""
+    problems = task.argument_problems(args)
+    if not problems:
         return None
-    except TypeError as err:
-        return (
-            f"ArgumentError: task {task.name!r}{signature} cannot take {_given(args)}: "
-            f"{_why(signature, args, err)}; failed at once, as a retry cannot change them"
-        )
-    return None
-
-
-def _given(args: dict[str, Any]) -> str:
-    return f"the arguments {', '.join(sorted(args))}" if args else "no arguments"
-
-
-def _why(signature: inspect.Signature, args: dict[str, Any], err: TypeError) -> str:
-    """Every missing and unexpected keyword (bind names only the first problem it meets)."""
-    params = list(signature.parameters.values())[1:]  # after the Run
-    keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    missing = [p.name for p in params if p.kind in keywords and p.default is p.empty and p.name not in args]
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    named = {p.name for p in params if p.kind in keywords}
-    unexpected = [] if takes_any else sorted(set(args) - named)
-    parts = [f"missing {', '.join(missing)}"] if missing else []
-    parts += [f"unexpected {', '.join(unexpected)}"] if unexpected else []
-    return "; ".join(parts) or str(err)
+    return (
+        f"ArgumentError: {task.describe_handler()} cannot take the job's arguments: "
+        f"{'; '.join(problems)}; failed at once, as a retry cannot change them"
+    )
 
 
 def prepare(

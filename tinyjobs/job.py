@@ -109,7 +109,9 @@ class Job:
         return self.state in FINAL_STATES
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view for `--json` output and logs."""
+        """A JSON-ready view for `--json` output and logs (docs/cli.md shows its shape). Every
+        time is an ISO 8601 string (UTC) under a key ending in `_at`, or None; `created`
+        (whether an enqueue added the job) is not here: only `enqueue --json` knows it."""
         return {
             "id": self.id,
             "task": self.task,
@@ -119,23 +121,24 @@ class Job:
             "priority": self.priority,
             "attempts": self.attempts,
             "max_attempts": self.max_attempts,
-            "due": _iso(self.due_at),
-            "created": _iso(self.created_at),
-            "started": _iso(self.started_at),
-            "finished": _iso(self.finished_at),
+            "due_at": _iso(self.due_at),
+            "created_at": _iso(self.created_at),
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at),
             "error": self.error,
             "result": self.result,
             "key": self.key,
             "group": self.group,
             "after": list(self.after),
             "ahead": self.ahead,
+            "cancel_requested": self.cancel_requested,
             "executions": [
                 {
                     "attempt": e.attempt,
                     "host": e.host,
                     "pid": e.pid,
-                    "started": _iso(e.started_at),
-                    "ended": _iso(e.ended_at),
+                    "started_at": _iso(e.started_at),
+                    "ended_at": _iso(e.ended_at),
                     "outcome": e.outcome,
                     "error": e.error,
                 }

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from .durations import parse_duration
+from .durations import check_due, parse_duration, until
 from .errors import LeaseLost
 from .job import Job
 from .serialization import dump, load
@@ -94,14 +95,27 @@ class Run:
             raise LeaseLost(f"job {self.id} attempt {self.attempt}: lease lost; step {name!r} not kept")
         self._steps[name] = text
 
-    def retry(self, delay: float | str | None = None) -> Outcome:
-        """Answer: run again after `delay` (backoff when None), counted as an attempt."""
-        return Outcome("retry", None if delay is None else parse_duration(delay, "retry delay"))
+    def retry(self, delay: float | str | timedelta | datetime | None = None) -> Outcome:
+        """Answer: run again after `delay` (a duration, or an aware datetime to run at; backoff
+        when None), counted as an attempt."""
+        return Outcome("retry", None if delay is None else _wait(delay, "retry delay"))
 
-    def snooze(self, delay: float | str) -> Outcome:
-        """Answer: run again after `delay`, not counted as an attempt."""
-        return Outcome("snooze", parse_duration(delay, "snooze delay"))
+    def snooze(self, delay: float | str | timedelta | datetime) -> Outcome:
+        """Answer: run again after `delay` (a duration, or an aware datetime to run at), not
+        counted as an attempt."""
+        return Outcome("snooze", _wait(delay, "snooze delay"))
 
     def fail(self, reason: str = "failed by the handler") -> Outcome:
         """Answer: fail for good now, with `reason` as the job's error."""
         return Outcome("fail", reason=str(reason))
+
+
+def _wait(delay: float | str | timedelta | datetime, what: str) -> float:
+    """Seconds to wait from a duration or an aware datetime, refused past the latest time
+    tinyjobs holds."""
+    now = time.time()
+    if isinstance(delay, datetime):
+        return until(delay, now, what)
+    seconds = parse_duration(delay, what)
+    check_due(now + seconds, delay, what)
+    return seconds

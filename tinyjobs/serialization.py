@@ -30,14 +30,19 @@ def check_json(value: Any, where: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise SerializationError(
-                    f"{where}: key {key!r} is a {type(key).__name__}; JSON object keys must be strings"
+                    f"{where}: key {key!r} is {a(type(key).__name__)}; JSON object keys must be strings"
                 )
             check_json(item, f"{where}.{key}")
         return
     raise SerializationError(
-        f"{where}: a {type(value).__name__} is not JSON; pass strings, numbers, booleans, "
+        f"{where}: {a(type(value).__name__)} is not JSON; pass strings, numbers, booleans, "
         "None, lists or dicts (convert it first, e.g. a datetime to an ISO string)"
     )
+
+
+def a(noun: str) -> str:
+    """`noun` with its indefinite article: "an int", "a datetime"."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def dump(value: Any, where: str) -> str:

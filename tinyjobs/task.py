@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import ConfigError
+from .errors import BadArguments, ConfigError
 from .job import Job
 
 # Keyword arguments of `enqueue` that are options, not the task's arguments.
@@ -40,6 +41,37 @@ class Task:
     def __post_init__(self) -> None:
         # Asked once per job on the worker's hot path: decide it once.
         self.is_async = inspect.iscoroutinefunction(self.fn)
+        self._accepts = _keyword_parameters(self.fn)
+
+    def argument_problems(self, args: dict[str, Any]) -> list[str]:
+        """What keeps the handler from taking `args` as its keyword arguments (after the Run):
+        each missing argument, and each one it has no parameter for (with the closest name it
+        has). Empty when they fit, or when its signature cannot be read."""
+        if self._accepts is None:
+            return []
+        names, required, open_ended = self._accepts
+        missing = required.difference(args)
+        extra = () if open_ended else [k for k in args if k not in names]
+        problems = [f"missing argument {m!r}" for m in sorted(missing)]
+        for key in extra:
+            close = difflib.get_close_matches(key, sorted(names), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"unexpected argument {key!r}{hint}")
+        return problems
+
+    def describe_handler(self) -> str:
+        """`task 'name': its handler fn(run, x)`, for messages about its arguments."""
+        return f"task {self.name!r}: its handler {self.fn.__name__}{_signature_text(self.fn)}"
+
+    def check_args(self, args: dict[str, Any]) -> None:
+        """Raise BadArguments naming the argument when the handler cannot take `args` as its
+        keyword arguments (after the Run): a missing one, or one it has no parameter for."""
+        problems = self.argument_problems(args)
+        if problems:
+            raise BadArguments(
+                f"{self.describe_handler()} cannot take these arguments: {'; '.join(problems)}; "
+                "nothing was added"
+            )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -72,6 +104,30 @@ def check_signature(fn: Callable[..., Any], name: str) -> None:
             f"task {name!r}: parameter(s) {', '.join(clashes)} clash with enqueue options; "
             "rename them (enqueue options: " + ", ".join(sorted(ENQUEUE_OPTIONS)) + ")"
         )
+
+
+def _keyword_parameters(fn: Callable[..., Any]) -> tuple[frozenset[str], frozenset[str], bool] | None:
+    """(names the handler takes by keyword after the Run, those without a default, whether it
+    takes **kwargs), or None when its signature cannot be read (nothing is checked then)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    if params and params[0].kind == params[0].VAR_POSITIONAL:
+        params = params[1:]
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    # A positional-only parameter after the Run can never be given (jobs pass keywords).
+    variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    required = {p.name for p in params if p.default is p.empty and p.kind not in variadic}
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in params)
+    return frozenset(names), frozenset(required), open_ended
+
+
+def _signature_text(fn: Callable[..., Any]) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(...)"
 
 
 def after_ids(after: Any) -> tuple[str, ...]:

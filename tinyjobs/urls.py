@@ -18,28 +18,34 @@ SCHEMES = {
 }
 _SECRET_PARAMS = {"password", "pass", "pwd", "secret", "token", "sslpassword"}
 _NETLOC = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<netloc>[^/?#]*)(?P<rest>.*)$", re.S)
+# A URL inside a message: a scheme, then everything up to a space or a quote.
+_URL_IN_TEXT = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]*")
+# A secret key=value, in a URL's query or a libpq conninfo string: the value goes up to the
+# next separator.
+_SECRET_VALUE = re.compile(
+    r"(?P<head>(?:^|[?&;\s])(?:" + "|".join(sorted(_SECRET_PARAMS)) + r")=)(?P<value>[^&#;\s'\"]*)",
+    re.IGNORECASE,
+)
 
 
-def mask(url: str) -> str:
-    """`url` with any password replaced by ***, in the userinfo and in the query string.
+def mask(text: str) -> str:
+    """`text` (a URL, or a message quoting URLs) with every password replaced by ***: in each
+    URL's userinfo and in secret query parameters (`password=`, `token=`, ...). Only the
+    secrets change; the rest of the text is left exactly as it was (never re-encoded).
 
     Works on malformed URLs too (it never raises), since it is used in error messages."""
-    text = str(url)
-    match = _NETLOC.match(text)
-    if match and "@" in match["netloc"]:
-        userinfo, _, host = match["netloc"].rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        text = f"{match['scheme']}{userinfo}@{host}{match['rest']}"
-    if "?" in text:
-        head, _, query = text.partition("?")
-        try:
-            pairs = parse_qsl(query, keep_blank_values=True)
-        except ValueError:
-            return head + "?***"
-        pairs = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in pairs]
-        text = head + "?" + urlencode(pairs, safe="*/:")
-    return text
+    masked = _URL_IN_TEXT.sub(lambda m: _mask_userinfo(m.group(0)), str(text))
+    return _SECRET_VALUE.sub(lambda m: m["head"] + ("***" if m["value"] else ""), masked)
+
+
+def _mask_userinfo(url: str) -> str:
+    match = _NETLOC.match(url)
+    if not match or "@" not in match["netloc"]:
+        return url
+    userinfo, _, host = match["netloc"].rpartition("@")
+    if ":" in userinfo:
+        userinfo = userinfo.split(":", 1)[0] + ":***"
+    return f"{match['scheme']}{userinfo}@{host}{match['rest']}"
 
 
 def store_kind(url: str) -> str:

@@ -1,5 +1,5 @@
 """`tinyjobs check` against throw-away PostgreSQL clusters (initdb + pg_ctl on a free loopback
-port), each deliberately misconfigured in one way (issue 7): fsync off, a standby, a server
+port), each deliberately misconfigured in one way: fsync off, a standby, a server
 default of synchronous_commit=off, autovacuum off, Neon's settings, settings a role may not
 read."""
 

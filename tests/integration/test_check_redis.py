@@ -1,5 +1,5 @@
-"""`tinyjobs check` against real redis-servers, each deliberately misconfigured in one way
-(issue 7), plus the shared CI Redis, which keeps nothing on disk and so must fail."""
+"""`tinyjobs check` against real redis-servers, each deliberately misconfigured in one way,
+plus the shared CI Redis, which keeps nothing on disk and so must fail."""
 
 from __future__ import annotations
 
@@ -95,10 +95,10 @@ def test_config_renamed_away_is_not_checked_never_pass(tmp_path):
 def test_acl_refusals_are_not_checked(tmp_path):
     with redis_server(tmp_path, *DURABLE) as server:
         admin = redis.Redis.from_url(server.url)
-        admin.acl_setuser("noconfig", enabled=True, passwords=["+pw"], keys=["*"],
-                          commands=["+@all", "-config"])  # fmt: skip
-        admin.acl_setuser("noinfo", enabled=True, passwords=["+pw"], keys=["*"],
-                          commands=["+@all", "-info"])  # fmt: skip
+        admin.acl_setuser(
+            "noconfig", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-config"]
+        )
+        admin.acl_setuser("noinfo", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-info"])
         base = f"127.0.0.1:{server.port}/0"
         _, partial = run(f"redis://noconfig:pw@{base}")
         _, blind = run(f"redis://noinfo:pw@{base}")

@@ -1,4 +1,4 @@
-"""`tinyjobs check` on real SQLite files, each deliberately misconfigured in one way (issue 7):
+"""`tinyjobs check` on real SQLite files, each deliberately misconfigured in one way:
 a file that was never put in WAL mode, one in /dev/shm, ?synchronous=normal and =off, a
 missing file, and, in a private mount namespace (`unshare -m`), a bind-mounted file, an
 overlay mount and a tiny tmpfs with under 64 MB free."""

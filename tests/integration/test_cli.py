@@ -25,11 +25,11 @@ def cli(*args: str, env: dict | None = None):
 def test_enqueue_by_name_then_list_show_cancel(url):
     added = cli("--url", url, "enqueue", "send_mail", '{"to": "ann@example.com"}', "--id", "mail:1", "--json")
     assert added.exit_code == 0, added.output
-    assert json.loads(added.output)["created"] is True
+    assert json.loads(added.stdout)["created"] is True
     again = cli("--url", url, "enqueue", "send_mail", '{"to": "ann@example.com"}', "--id", "mail:1")
     assert "exists, nothing added" in again.output
 
-    listed = json.loads(cli("--url", url, "jobs", "--json").output)
+    listed = json.loads(cli("--url", url, "jobs", "--json").stdout)
     assert [(j["id"], j["task"], j["state"], j["args"]) for j in listed] == [
         ("mail:1", "send_mail", "waiting", {"to": "ann@example.com"})
     ]

@@ -104,3 +104,15 @@ def test_leaves_import_only_leaves_and_the_library_never_imports_the_supervisor(
     for name in ("worker", "reaper", "app", "execution", "drain"):
         for imported in imports_of(ROOT / f"tinyjobs/{name}.py"):
             assert not any(s in imported for s in ("stores.sqlite", "stores.postgres", "stores.redis"))
+
+
+def test_the_stores_rules_are_a_leaf_every_store_may_import():
+    """stores/rules.py imports at run time only leaves (and the standard library), so that each
+    store, and nothing that it would pull in, can depend on it."""
+    tree = ast.parse((ROOT / "tinyjobs/stores/rules.py").read_text())
+    for node in tree.body:  # not inside `if TYPE_CHECKING:`
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 2 and node.module in LEAVES, f"rules.py imports {node.module}"
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            assert all(n.split(".")[0] in sys.stdlib_module_names for n in names), names

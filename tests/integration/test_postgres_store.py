@@ -1,5 +1,5 @@
 """The PostgreSQL store on a real server: durability settings, the caller's transaction, the
-server's clock, dropped connections, migrations racing, schemas, fork and wake-ups (issue 5)."""
+server's clock, dropped connections, migrations racing, schemas, fork and wake-ups."""
 
 from __future__ import annotations
 
@@ -56,8 +56,9 @@ def role(postgres_url):
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
-@pytest.mark.parametrize(("default", "expected"), [("off", "on"), ("local", "on"),
-                                                   ("remote_apply", "remote_apply")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("default", "expected"), [("off", "on"), ("local", "on"), ("remote_apply", "remote_apply")]
+)
 def test_synchronous_commit_is_at_least_on_in_every_write(postgres_url, role, default, expected):
     name, url = role
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -110,8 +111,9 @@ def test_every_enqueue_path_writes_with_synchronous_commit_at_least_on(postgres_
         store.enqueue([NewJob(id="one", task="t")])
         store.enqueue([NewJob(id="b1", task="t"), NewJob(id="b2", task="t")])
         with psycopg.connect(url, autocommit=True) as conn:
-            seen = conn.execute(sql.SQL("SELECT id, level FROM {} ORDER BY id").format(
-                sql.Identifier(schema, "seen"))).fetchall()  # fmt: skip
+            seen = conn.execute(
+                sql.SQL("SELECT id, level FROM {} ORDER BY id").format(sql.Identifier(schema, "seen"))
+            ).fetchall()
         assert seen == [("b1", "on"), ("b2", "on"), ("one", "on")]
     finally:
         store.close()
@@ -162,7 +164,7 @@ def _terminate(url: str, app: str, stop: threading.Event, killed: list) -> None:
                 (app,),
             ).fetchall()
             killed.append(len(rows))
-            time.sleep(0.05)
+            stop.wait(0.05)  # a terminator every 50 ms, until told to stop
 
 
 def test_terminated_backends_are_survived_and_nothing_is_lost(schema_url, postgres_url):
@@ -201,7 +203,7 @@ def _open_in_process(url: str, barrier: multiprocessing.synchronize.Barrier, out
     try:
         open_postgres(url).close()
         out.put("ok")
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         out.put(repr(err))
 
 

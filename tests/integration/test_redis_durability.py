@@ -1,18 +1,17 @@
-"""A Redis with appendonly, killed and restarted under load, loses no acknowledged job (issue 6).
+"""A Redis with appendonly, killed and restarted under load, loses no acknowledged job.
 The test starts its own redis-server on a free loopback port."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
-import subprocess
+import signal
 import threading
-import time
-from pathlib import Path
 
 import pytest
-import redis
+from support.servers import redis_server
+from support.services import missing_service
+from support.wait import wait_until
 
 from tinyjobs.errors import StoreUnavailable
 from tinyjobs.holder import Holder
@@ -22,72 +21,27 @@ from tinyjobs.stores.redis import open as open_redis
 QUEUES = {"default": QueuePolicy("default", lease=2.0)}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """A redis-server with appendonly yes and appendfsync always in a directory of its own."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir, self.port = directory, free_port()
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--dir",
-                str(self.dir),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if redis.Redis(port=self.port).ping():
-                    return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()  # SIGKILL: no shutdown, no final save
-        self.proc.wait()
-
-
 @pytest.fixture
 def server(tmp_path):
+    """A redis-server with appendonly yes and appendfsync always."""
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    srv = Server(tmp_path)
-    srv.start()
-    yield srv
-    if srv.proc and srv.proc.poll() is None:
-        srv.kill()
+        missing_service("redis-server")
+    with redis_server(tmp_path, "--appendonly", "yes", "--appendfsync", "always") as srv:
+        yield srv
 
 
-def produce(store, acked: list[str], stop: threading.Event) -> None:
+def produce(store, acked: list[str], stop: threading.Event, writing: threading.Event) -> None:
+    """Enqueue 3000 jobs five at a time; `writing` is set while an enqueue is outstanding."""
     n = 0
     while not stop.is_set() and n < 3000:
         ids = [f"job-{n + i}" for i in range(5)]
+        writing.set()
         try:
             store.enqueue([NewJob(i, "work") for i in ids])
         except StoreUnavailable:
             continue  # not acknowledged: the same ids are tried again
+        finally:
+            writing.clear()
         acked.extend(ids)
         n += 5
 
@@ -99,7 +53,7 @@ def consume(store, done: set[str], stop: threading.Event) -> None:
             claimed = store.claim(QUEUES, holder, 50)
             applied = store.settle([Settlement(c.job.id, c.token, "done") for c in claimed])
         except StoreUnavailable:
-            time.sleep(0.05)
+            stop.wait(0.05)  # the server is down for longer than the store retries: try again
             continue
         done.update(c.job.id for c, ok in zip(claimed, applied, strict=True) if ok)
         # A settle whose reply the restart lost is retried and then reports False (its token is
@@ -118,24 +72,26 @@ def test_a_restart_of_redis_under_load_loses_no_acknowledged_job(server):
     producer_store, consumer_store = open_redis(url), open_redis(url)
     acked: list[str] = []
     done: set[str] = set()
-    stop, stop_consumer = threading.Event(), threading.Event()
+    stop, stop_consumer, writing = threading.Event(), threading.Event(), threading.Event()
     threads = [
-        threading.Thread(target=produce, args=(producer_store, acked, stop)),
+        threading.Thread(target=produce, args=(producer_store, acked, stop, writing)),
         threading.Thread(target=consume, args=(consumer_store, done, stop_consumer)),
     ]
     for t in threads:
         t.start()
-    while len(acked) < 1000:
-        time.sleep(0.01)
-    server.kill()
-    time.sleep(0.3)
+    wait_until(lambda: len(acked) >= 1000, timeout=60, what="1000 acknowledged jobs")
+    server.stop(signal.SIGKILL)  # no shutdown, no final save
+    wait_until(writing.is_set, timeout=10, what="an enqueue outstanding while the server is down")
     server.start()
     threads[0].join(60)
     assert len(acked) == 3000
-    deadline = time.monotonic() + 60
-    while len(done) < len(acked) and time.monotonic() < deadline:
+
+    def all_done() -> bool:
         consumer_store.reap()  # leases taken just before the kill end after 2 s
-        time.sleep(0.2)
+        return len(done) >= len(acked)
+
+    with contextlib.suppress(AssertionError):  # the assertions below name what is missing
+        wait_until(all_done, timeout=60, interval=0.2, what="every acknowledged job to be done")
     stop_consumer.set()
     threads[1].join(10)
     missing = [i for i in acked if producer_store.get(i) is None]

@@ -1,5 +1,5 @@
 """The Redis store beyond the contract suite: key layout, scripts, clock, refusals, wake-ups,
-fork safety and memory (issue 6)."""
+fork safety and memory."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 import pytest
 import redis
 from redis.crc import key_slot
+from support.wait import wait_until
 
 from tinyjobs.errors import ConfigError, NotSupported, StoreUnavailable
 from tinyjobs.holder import Holder
@@ -182,10 +183,16 @@ def test_a_settlement_wakes_waiters_only_on_a_queue_with_limits(redis_store):
         started = time.monotonic()
         woke.append((waiter.wait(["default"], 10.0), time.monotonic() - started))
 
+    # The connection the waiter will block on: its pool hands the same idle connection back.
+    waiter_id = str(waiter._conn.blocking().client_id())
+
+    def blocked() -> bool:
+        return any("b" in c["flags"] for c in raw(redis_store).client_list(client_id=[waiter_id]))
+
     thread = threading.Thread(target=wait)
     try:
         thread.start()
-        time.sleep(0.2)  # the waiter is blocked on the wake-up list by now
+        wait_until(blocked, what="the waiter to block on the wake-up list")
         assert woke == []
         assert redis_store.settle([Settlement("b", b.token, "done")], now=T0) == [True]
         thread.join(5)

@@ -1,4 +1,4 @@
-"""`tinyjobs verify` (issue 8): short runs on SQLite, PostgreSQL and Redis that pass, and one test
+"""`tinyjobs verify`: short runs on SQLite, PostgreSQL and Redis that pass, and one test
 per cause of exit 1 and exit 2. Faults are made from outside, as an operator's bad day would
 make them: a job deleted from the store behind verify's back, a ledger row deleted or the ledger
 replaced, a worker killed, triggers that make one enqueue or a few settlements fail, SIGINT to
@@ -8,7 +8,6 @@ starts in place of its own (tinyjobs.verify.fleet.WORKER_MODULE)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import signal
@@ -21,19 +20,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.wait import wait_until
 
 import tinyjobs
 from tinyjobs.cli import main
 from tinyjobs.stores import open_store
 from tinyjobs.verify.fleet import FleetRecord
-from tinyjobs.verify.report import Sent, Tally, Verdict, failures
+from tinyjobs.verify.report import Sent, Tally, Verdict, failures, render
 from tinyjobs.verify.settings import Refused, settings
 
 pytestmark = pytest.mark.slow
 
 # Two workers, 40 jobs a second for 2.5 s (100 jobs), a kill at 1 s (SIGTERM) and 2 s (SIGKILL).
-SHORT = ["--duration", "2.5", "--rate", "40", "--workers", "2", "--slots", "4",
-         "--kill-every", "1", "--lease", "2"]  # fmt: skip
+SHORT = "--duration 2.5 --rate 40 --workers 2 --slots 4 --kill-every 1 --lease 2".split()
 LAUNCHER = (
     "import sys, tinyjobs.verify.fleet as fleet; fleet.WORKER_MODULE = sys.argv.pop(1); "
     "from tinyjobs.cli import main; main(sys.argv[1:], prog_name='tinyjobs')"
@@ -63,13 +62,6 @@ verify_app.main(fault)
 """
 
 
-def has_store(name: str) -> bool:
-    try:
-        return hasattr(importlib.import_module(f"tinyjobs.stores.{name}"), "open")
-    except ImportError:
-        return False
-
-
 def report_of(output: str) -> list[str]:
     """The report's lines: from `sent ...` to the end."""
     lines = output.splitlines()
@@ -94,8 +86,9 @@ class Verify:
             (self.tmp_path / "faultworker.py").write_text(FAULT_WORKER)
             self.env["VERIFY_TEST_FAULT"] = fault
             command = [sys.executable, "-c", LAUNCHER, "faultworker", "verify", url, *args]
-        self.proc = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         return self.proc
 
     def finish(self, timeout: float = 90) -> tuple[int, list[str], str]:
@@ -108,13 +101,14 @@ class Verify:
         return self.finish()
 
     def ledger(self, timeout: float = 30) -> Path:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = list(self.tmp.glob("tinyjobs-verify-*/ledger.db"))
-            if found:
-                return found[0]
-            time.sleep(0.05)
-        raise AssertionError("verify made no ledger")
+        return wait_until(
+            lambda: next(self.tmp.glob("tinyjobs-verify-*/ledger.db"), None), timeout, what="verify's ledger"
+        )
+
+    def worker_store_errors(self) -> int:
+        """How many store errors verify's workers have logged so far."""
+        logs = self.tmp.glob("tinyjobs-verify-*/worker-*.log")
+        return sum(path.read_text(errors="replace").count('"store.error"') for path in logs)
 
     def workers(self) -> list[int]:
         """The pids of verify's worker processes, oldest first."""
@@ -141,16 +135,6 @@ def children(pid: int) -> list[int]:
     return sorted(found)
 
 
-def wait_for(predicate, timeout: float = 30, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture
 def runner(tmp_path):
     verify = Verify(tmp_path)
@@ -161,6 +145,14 @@ def runner(tmp_path):
 @pytest.fixture
 def db(tmp_path) -> Path:
     return tmp_path / "jobs.db"
+
+
+@pytest.fixture
+def found_db(db: Path) -> Path:
+    """A SQLite store that exists, empty, before verify runs: verify leaves it as it was found
+    (a fresh file is test_a_fresh_sqlite_file_is_named_not_said_to_be_as_found)."""
+    prepare_sqlite(db)
+    return db
 
 
 def sqlite_url(db: Path) -> str:
@@ -221,7 +213,8 @@ def assert_passed(code: int, lines: list[str], err: str) -> None:
 # -- runs that pass, on each store ------------------------------------------------------------
 
 
-def test_verify_passes_on_sqlite_and_leaves_only_the_schema(runner, db):
+def test_verify_passes_on_sqlite_and_leaves_only_the_schema(runner, found_db):
+    db = found_db
     code, lines, err = runner.run(sqlite_url(db), *SHORT)
     assert_passed(code, lines, err)
     assert rows(db, "SELECT count(*) FROM jobs")[0][0] == 0
@@ -229,7 +222,22 @@ def test_verify_passes_on_sqlite_and_leaves_only_the_schema(runner, db):
     assert not list(runner.tmp.iterdir()), "the temporary directory of a passing run is removed"
 
 
-@pytest.mark.skipif(not has_store("postgres"), reason="the PostgreSQL store has no open() yet")
+def test_a_fresh_sqlite_file_is_named_not_said_to_be_as_found(runner, tmp_path):
+    fresh = tmp_path / "fresh.db"
+    code, lines, err = runner.run(sqlite_url(fresh), *SHORT)
+    assert code == 0, "\n".join(lines) + err
+    assert lines[4] == (
+        f"0 enqueue failures; the run's jobs were purged; the SQLite file {fresh} it created stays, empty"
+    )
+
+
+def test_a_run_without_a_sigkill_warns_that_crash_recovery_was_not_exercised():
+    fleet = FleetRecord()
+    fleet.by_signal[signal.SIGTERM] = 1
+    lines, causes = render(Sent(total=10), Tally(), Verdict(run="r", fleet=fleet))
+    assert "warning: no worker was killed with SIGKILL" in lines[5] and lines[-1] == "ok"
+
+
 def test_verify_passes_on_postgres_with_the_password_masked(runner, postgres_url):
     schema = f"vt_{uuid.uuid4().hex[:10]}"
     url = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
@@ -243,7 +251,6 @@ def test_verify_passes_on_postgres_with_the_password_masked(runner, postgres_url
         _drop_schema(postgres_url, schema)
 
 
-@pytest.mark.skipif(not has_store("redis"), reason="the Redis store has no open() yet")
 def test_verify_passes_on_redis_and_leaves_no_key(runner, redis_url):
     prefix = f"vt{uuid.uuid4().hex[:10]}"
     url = f"{redis_url}?prefix={prefix}"
@@ -268,24 +275,29 @@ def _drop_schema(url: str, schema: str) -> None:
 
 def test_a_job_deleted_behind_its_back_is_reported_lost(runner, db):
     runner.start(sqlite_url(db), *SHORT)
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
-    execute(db, """
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
+    delete_the_first_job = """
         BEGIN IMMEDIATE;
         DELETE FROM executions WHERE job_seq = (SELECT min(seq) FROM jobs);
         DELETE FROM jobs WHERE seq = (SELECT min(seq) FROM jobs);
         COMMIT;
-    """)  # fmt: skip
+    """
+    execute(db, delete_the_first_job)
     code, lines, err = runner.finish()
     assert code == 1, err
     assert lines[0].endswith(", 1 lost")
     assert "failed: 1 job lost (job 1)" in lines
 
 
-@pytest.mark.parametrize(("fault", "expected"), [
-    ("fail", ("1 failed", "failed: 1 job failed (job 5)")),
-    ("cancel", ("1 cancelled", "failed: 1 job cancelled (job 5)")),
-])  # fmt: skip
-def test_a_job_that_failed_or_was_cancelled_fails_the_run(runner, db, fault, expected):
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ("fail", ("1 failed", "failed: 1 job failed (job 5)")),
+        ("cancel", ("1 cancelled", "failed: 1 job cancelled (job 5)")),
+    ],
+)
+def test_a_job_that_failed_or_was_cancelled_fails_the_run(runner, found_db, fault, expected):
+    db = found_db
     code, lines, err = runner.run(sqlite_url(db), *SHORT, fault=fault)
     assert code == 1, err
     assert expected[0] in lines[0]
@@ -305,7 +317,9 @@ def test_an_unfinished_job_is_a_store_that_does_not_settle(runner, db):
 def test_a_missing_side_effect_fails_the_run(runner, db):
     runner.start(sqlite_url(db), *SHORT)
     ledger = runner.ledger()
-    wait_for(lambda: rows(ledger, "SELECT 1 FROM ledger WHERE n = 3"), what="job 3's side effect")
+    wait_until(
+        lambda: rows(ledger, "SELECT 1 FROM ledger WHERE n = 3"), timeout=30, what="job 3's side effect"
+    )
     execute(ledger, "DELETE FROM ledger WHERE n = 3")
     code, lines, err = runner.finish()
     assert code == 1, err
@@ -316,7 +330,7 @@ def test_a_missing_side_effect_fails_the_run(runner, db):
 def test_a_ledger_it_cannot_read_fails_the_run(runner, db):
     runner.start(sqlite_url(db), *SHORT)
     ledger = runner.ledger()
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     garbage = ledger.with_name("garbage")
     garbage.write_bytes(b"this is not a database" * 100)
     os.replace(garbage, ledger)  # the workers keep their open file; verify opens this one
@@ -328,7 +342,7 @@ def test_a_ledger_it_cannot_read_fails_the_run(runner, db):
 
 def test_a_worker_dying_on_its_own_fails_the_run(runner, db):
     runner.start(sqlite_url(db), *SHORT)
-    wait_for(lambda: verify_jobs(db) >= 5, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 5, timeout=30, what="verify's first jobs")
     victim = runner.workers()[-1]  # verify kills its oldest worker: take the newest
     os.kill(victim, signal.SIGKILL)
     code, lines, err = runner.finish()
@@ -347,12 +361,14 @@ def test_a_worker_not_stopping_cleanly_on_sigterm_fails_the_run(runner, db):
     )
 
 
-def test_an_enqueue_failing_fails_the_run(runner, db):
+def test_an_enqueue_failing_fails_the_run(runner, found_db):
+    db = found_db
     prepare_sqlite(db)
-    execute(db, """
+    refuse_job_7 = """
         CREATE TRIGGER refuse_7 BEFORE INSERT ON jobs WHEN NEW.id LIKE 'verify:%:7'
         BEGIN SELECT RAISE(ABORT, 'injected: job 7 refused'); END;
-    """)  # fmt: skip
+    """
+    execute(db, refuse_job_7)
     code, lines, err = runner.run(sqlite_url(db), *SHORT)
     assert code == 1, err
     assert lines[0] == "sent 100 jobs: 99 succeeded, 0 failed, 0 cancelled, 0 unfinished, 0 lost"
@@ -361,24 +377,30 @@ def test_an_enqueue_failing_fails_the_run(runner, db):
 
 
 def test_a_store_failing_mid_run_fails_the_run(runner, db):
+    """Settlements fail until the workers have logged a store error, then succeed."""
     prepare_sqlite(db)
-    until = time.time() + 3.0  # settlements fail for the first seconds, then succeed
-    execute(db, f"""
-        CREATE TRIGGER flaky BEFORE UPDATE ON jobs
-        WHEN NEW.state = 'done' AND (julianday('now') - 2440587.5) * 86400.0 < {until}
+    fail_every_settlement = """
+        CREATE TRIGGER flaky BEFORE UPDATE ON jobs WHEN NEW.state = 'done'
         BEGIN SELECT RAISE(ABORT, 'injected: the store is failing'); END;
-    """)  # fmt: skip
-    code, lines, err = runner.run(sqlite_url(db), *SHORT, "--settle", "10")
+    """
+    execute(db, fail_every_settlement)
+    runner.start(sqlite_url(db), *SHORT, "--settle", "10")
+    wait_until(runner.worker_store_errors, timeout=30, what="a worker to log a store error")
+    execute(db, "DROP TRIGGER flaky")
+    code, lines, err = runner.finish()
     assert code == 1, err
     assert lines[0] == "sent 100 jobs: 100 succeeded, 0 failed, 0 cancelled, 0 unfinished, 0 lost"
-    assert any(re.fullmatch(r"failed: the store failed mid-run: the workers logged \d+ store errors", line)
-               for line in lines)  # fmt: skip
+    assert any(
+        re.fullmatch(r"failed: the store failed mid-run: the workers logged \d+ store errors", line)
+        for line in lines
+    )
 
 
-def test_a_run_cut_short_by_sigint_fails_and_cleans_up(runner, db):
+def test_a_run_cut_short_by_sigint_fails_and_cleans_up(runner, found_db):
+    db = found_db
     started = time.monotonic()
     proc = runner.start(sqlite_url(db), *SHORT[:1], "20", *SHORT[2:])
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     proc.send_signal(signal.SIGINT)
     code, lines, err = runner.finish()
     assert code == 1, err
@@ -397,10 +419,11 @@ def test_a_run_too_short_to_kill_anyone_fails():
 
 def test_a_job_left_in_the_store_fails_the_run(runner, db):
     prepare_sqlite(db)
-    execute(db, """
+    keep_job_4 = """
         CREATE TRIGGER stay BEFORE DELETE ON jobs WHEN OLD.id LIKE 'verify:%:4'
         BEGIN SELECT RAISE(IGNORE); END;
-    """)  # fmt: skip
+    """
+    execute(db, keep_job_4)
     code, lines, err = runner.run(sqlite_url(db), *SHORT)
     assert code == 1, err
     assert lines[4] == "0 enqueue failures; 1 job left in the store"
@@ -409,7 +432,7 @@ def test_a_job_left_in_the_store_fails_the_run(runner, db):
 
 def test_other_jobs_appearing_mid_run_leave_everything_in_place(runner, db):
     runner.start(sqlite_url(db), *SHORT)
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     other = tinyjobs.App(sqlite_url(db))
     other.enqueue("someone.elses", {}, queue="elsewhere")
     other.close()
@@ -428,13 +451,16 @@ def test_keep_leaves_the_finished_jobs(runner, db):
 
 def test_a_verifier_killed_outright_leaves_its_workers_to_stop(runner, db):
     proc = runner.start(sqlite_url(db), *SHORT[:1], "20", *SHORT[2:])
-    wait_for(lambda: verify_jobs(db) >= 10, what="verify's first jobs")
+    wait_until(lambda: verify_jobs(db) >= 10, timeout=30, what="verify's first jobs")
     workers = runner.workers()
     assert len(workers) == 2
     proc.kill()
     proc.communicate()
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers),
-             timeout=10, what="the orphaned workers to stop")  # fmt: skip
+    wait_until(
+        lambda: not any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers),
+        timeout=10,
+        what="the orphaned workers to stop",
+    )
 
 
 def _state(pid: int) -> str:
@@ -453,19 +479,22 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("args", [
-    ["--duration", "5", "--kill-every", "5"],
-    ["--duration", "5", "--kill-every", "10"],
-    ["--lease", "10", "--settle", "11"],
-    ["--settle", "20"],
-    ["--rate", "0"],
-    ["--rate", "-3"],
-    ["--workers", "0"],
-    ["--slots", "0"],
-    ["--duration", "0"],
-    ["--duration", "soon"],
-    ["--lease", "0.5"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--duration", "5", "--kill-every", "5"],
+        ["--duration", "5", "--kill-every", "10"],
+        ["--lease", "10", "--settle", "11"],
+        ["--settle", "20"],
+        ["--rate", "0"],
+        ["--rate", "-3"],
+        ["--workers", "0"],
+        ["--slots", "0"],
+        ["--duration", "0"],
+        ["--duration", "soon"],
+        ["--lease", "0.5"],
+    ],
+)
 def test_settings_that_make_no_sense_exit_2_before_anything_runs(db, args):
     code, output = cli(sqlite_url(db), *args)
     assert code == 2, output
@@ -505,14 +534,12 @@ def test_unwritable_sqlite_file_exits_2(tmp_path):
     assert code == 2, output
 
 
-@pytest.mark.skipif(not has_store("postgres"), reason="the PostgreSQL store has no open() yet")
 def test_unreachable_postgres_exits_2_with_the_password_masked():
     code, output = cli("postgresql://postgres:hunter2@127.0.0.1:1/test?connect_timeout=2")
     assert code == 2, output
     assert "hunter2" not in output
 
 
-@pytest.mark.skipif(not has_store("redis"), reason="the Redis store has no open() yet")
 def test_unreachable_redis_exits_2():
     code, output = cli("redis://127.0.0.1:1/0")
     assert code == 2, output
@@ -528,7 +555,6 @@ def test_a_sqlite_file_holding_other_jobs_exits_2(db):
     assert rows(db, "SELECT count(*) FROM jobs")[0][0] == 1
 
 
-@pytest.mark.skipif(not has_store("redis"), reason="the Redis store has no open() yet")
 def test_a_redis_prefix_holding_other_jobs_exits_2(redis_url):
     prefix = f"vt{uuid.uuid4().hex[:10]}"
     url = f"{redis_url}?prefix={prefix}"

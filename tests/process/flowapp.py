@@ -1,7 +1,8 @@
 """The app that the flow-control process tests run in real `tinyjobs worker` processes.
 Handlers append start and end lines to $TJ_TEST_DIR/flow.jsonl, so that a test counts
 overlapping runs from the handlers' own records. Cron schedules are registered only when
-$TJ_FLOW_CRON names them, so that the limit tests run without cron traffic."""
+$TJ_FLOW_CRON names them, so that the limit tests run without cron traffic. With $TJ_FLOW_CLOCK
+set, the app's clock is the time written in that file, which the test moves."""
 
 from __future__ import annotations
 
@@ -12,7 +13,19 @@ from pathlib import Path
 
 import tinyjobs
 
-app = tinyjobs.App()  # $TINYJOBS_URL, set by the test
+
+class FileClock:
+    """The time written in a file: one clock the test moves for every worker process at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def now(self) -> float:
+        return float(self.path.read_text())
+
+
+_CLOCK = os.environ.get("TJ_FLOW_CLOCK")
+app = tinyjobs.App(clock=FileClock(Path(_CLOCK)) if _CLOCK else None)  # $TINYJOBS_URL, set by the test
 app.queue("capped", concurrency=3, lease="5s")
 app.queue("grouped", group_concurrency=1, lease="5s")
 app.queue("rated", rate="5/s", lease="5s")

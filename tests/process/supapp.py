@@ -56,7 +56,7 @@ def overrun(run: tinyjobs.Run, seconds: float) -> None:
     mark("end", job=run.id, attempt=run.attempt)
 
 
-if os.environ.get("TJ_CRON") and hasattr(app, "cron"):
+if os.environ.get("TJ_CRON"):
 
     @app.cron("* * * * * *")  # every second (croniter's sixth field)
     def tick(run: tinyjobs.Run) -> None:

@@ -1,7 +1,8 @@
 """The supervisor keeps its store open across fork. That is safe because every store records
 the pid that opened its connections and a forked child opens its own, never using nor closing
-an inherited one (reliability.md §C.3.7). This shows it for SQLite in a real fork, run in a
-subprocess so that the test process (which may have threads) never forks."""
+an inherited one (https://www.sqlite.org/howtocorrupt.html, "Carrying an open database
+connection across a fork()"). This shows it for SQLite in a real fork, run in a subprocess so
+that the test process (which may have threads) never forks."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ import os
 import signal
 import time
 
-import pytest
 import supervisor_harness
 from support.wait import wait_until
 
@@ -43,11 +42,6 @@ def test_sup08_one_leader_per_store_and_the_other_takes_over_when_it_dies(harnes
 
 
 def test_sup08_cron_fires_once_per_due_time_across_a_leader_change(harness):
-    pytest.importorskip("tinyjobs.cron", reason="cron (issue 3) has not landed yet")
-    import tinyjobs
-
-    if not hasattr(tinyjobs.App, "cron"):
-        pytest.skip("App.cron has not landed yet")
     env = harness.env(TJ_CRON="1")
     first = harness.start("--workers", "1", "--leader-ttl", "2s", name="first", env=env)
     second = harness.start("--workers", "1", "--leader-ttl", "2s", name="second", env=env)

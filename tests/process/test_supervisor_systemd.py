@@ -80,7 +80,7 @@ def test_sup10_without_watchdog_usec_no_watchdog_is_sent(harness):
 
 def test_logs_go_to_journald_natively_from_the_supervisor_and_every_worker(harness, app):
     journal = Datagrams(str(harness.dir / "journal.sock"))
-    out = open(harness.dir / "stdout", "wb")  # noqa: SIM115  (the child's stdout)
+    out = open(harness.dir / "stdout", "wb")  # the child's stdout
     info = os.fstat(out.fileno())
     env = harness.env(
         JOURNAL_STREAM=f"{info.st_dev}:{info.st_ino}",

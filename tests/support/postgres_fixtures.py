@@ -1,5 +1,5 @@
 """postgres_store: the PostgreSQL store in a fresh, randomly named schema per test, dropped
-afterwards (issue 5)."""
+afterwards."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ class WorkerProcesses:
             "PYTHONPATH": os.pathsep.join([str(self.app_dir), os.environ.get("PYTHONPATH", "")]),
             **self.env,
         }
-        log = open(self.tmp / f"worker-{len(self.procs)}.log", "w")  # noqa: SIM115 - the child keeps a copy
+        log = open(self.tmp / f"worker-{len(self.procs)}.log", "w")  # the child keeps a copy
         command = [sys.executable, "-m", "tinyjobs", "worker", "--app", self.app_spec, *extra]
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()

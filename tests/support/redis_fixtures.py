@@ -1,4 +1,4 @@
-"""redis_store: a fresh key prefix per test (issue 6), its keys deleted afterwards."""
+"""redis_store: a fresh key prefix per test, its keys deleted afterwards."""
 
 from __future__ import annotations
 

@@ -21,10 +21,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from support.wait import wait_until
 
 START_TIMEOUT = 30.0
 
@@ -34,18 +35,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _deadline_poll(predicate, timeout: float, what: str, alive=None) -> None:
-    """Poll until `predicate()` is true; AssertionError naming `what` after `timeout` s, or at
-    once when `alive()` says the process died."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if alive is not None and not alive():
-            raise AssertionError(f"{what}: the process exited before it was ready")
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 # --- Redis -----------------------------------------------------------------------------------
@@ -83,10 +72,10 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _deadline_poll(
+        wait_until(
             lambda: _redis_ready(self.port),
             START_TIMEOUT,
-            f"redis-server on port {self.port} (log: {self.dir / 'redis.log'})",
+            what=f"redis-server on port {self.port} (log: {self.dir / 'redis.log'})",
             alive=lambda: self.proc.poll() is None,
         )
 
@@ -197,7 +186,7 @@ class PostgresServer:
     def start(self) -> None:
         log = self.base / f"{self.data.name}.log"
         _run(["pg_ctl", "-D", str(self.data), "-l", str(log), "-o", self.options(), "-W", "start"])
-        _deadline_poll(lambda: _pg_ready(self.port), START_TIMEOUT, f"PostgreSQL ({log})")
+        wait_until(lambda: _pg_ready(self.port), START_TIMEOUT, what=f"PostgreSQL ({log})")
 
     def stop(self, mode: str = "immediate") -> None:
         """pg_ctl stop; mode 'fast' for a clean shutdown, 'immediate' for a crash-like one."""

@@ -1,5 +1,5 @@
 """The check report model, its rendering, masking, mountinfo parsing and the CLI's URL and
-exit-status rules (issue 7). Store behaviour is tested against real stores in
+exit-status rules. Store behaviour is tested against real stores in
 tests/integration/test_check_*.py."""
 
 from __future__ import annotations

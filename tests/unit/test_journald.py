@@ -46,9 +46,16 @@ def test_a_job_event_arrives_with_priority_identifier_and_job_fields(journal):
     fields = journald.to_fields(
         None,
         "warning",
-        {"event": "job.retrying", "level": "warning", "job_id": "j1", "task": "send",
-         "queue": "mail", "attempt": 2, "delay": 1.5},
-    )  # fmt: skip
+        {
+            "event": "job.retrying",
+            "level": "warning",
+            "job_id": "j1",
+            "task": "send",
+            "queue": "mail",
+            "attempt": 2,
+            "delay": 1.5,
+        },
+    )
     assert sender.send(fields)
     got = parse(journal.recv(65536))
     assert got["PRIORITY"] == "4"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import structlog
@@ -90,15 +91,24 @@ def test_a_finished_job_is_settled_at_once_not_at_the_next_idle_poll(app):
 
 
 class PollingStore(MemoryStore):
-    """A memory store whose `wait` polls, as SQLite's does: it counts the calls."""
+    """A memory store whose `wait` polls, as SQLite's does: it counts the calls, and sets
+    `watched_while_full` at the second call that starts while `full()` says every slot is taken
+    (one may start in the instant the last slot fills, after the watcher looked)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.waits = 0
+        self.full: Callable[[], bool] = lambda: False
+        self.calls_while_full = 0
+        self.watched_while_full = threading.Event()
 
-    def wait(self, queues, timeout):  # noqa: ANN001, ANN201
+    def wait(self, queues, timeout):
         self.waits += 1
-        time.sleep(0.001)
+        if self.full():
+            self.calls_while_full += 1
+            if self.calls_while_full > 1:
+                self.watched_while_full.set()
+        time.sleep(0.001)  # the cost of one poll
         return True
 
 
@@ -114,18 +124,16 @@ def test_the_store_is_not_watched_while_every_slot_is_taken():
 
     hold.enqueue_many([{}, {}])
     with worker_thread(app, slots=2) as worker:
+        store.full = lambda: len(worker.running) == 2
         wait_until(lambda: len(worker.running) == 2)
-        time.sleep(0.05)  # the watcher notices the worker is full
-        before = store.waits
-        time.sleep(0.3)
-        during = store.waits - before
+        # The watch polls every millisecond when it runs: 0.3 s of it would be ~300 calls.
+        watched = store.watched_while_full.wait(0.3)
+        during = store.calls_while_full
         release.set()
         wait_until(lambda: not worker.running)
         before = store.waits
-        time.sleep(0.1)
-        after = store.waits - before
-    assert during <= 1, f"the store was watched {during} times while the worker was full"
-    assert after >= 10, "the watch did not resume once slots were free"
+        wait_until(lambda: store.waits - before >= 10, timeout=5, what="the watch to resume")
+    assert not watched and during <= 1, f"the store was watched {during} times while the worker was full"
 
 
 def test_a_none_result_is_stored_as_json_null_and_others_as_their_json():

@@ -1,7 +1,9 @@
 """`tinyjobs check [URL] [--socket PATH] [--store-warnings] [--json]`.
 
-Exit status: 0 nothing failed (WARN and NOT CHECKED print but pass), 1 a FAIL, 2 a bad URL or
-a store that is unreachable or refused. Every URL printed is masked."""
+Exit status: 0 nothing failed (WARN and NOT CHECKED print but pass), 1 a FAIL, 2 a bad URL, a
+store that is unreachable or refused, or no supervisor answering on --socket. Every URL
+printed is masked. With --socket and no URL (no --url, no $TINYJOBS_URL) only the supervisor
+is checked: its store is named but not audited (its URL reaches us masked)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import click
 from tinyjobs.app import DEFAULT_URL
 from tinyjobs.check import Report, audit_url, health_findings, scrub, url_secrets
 from tinyjobs.errors import ConfigError, StoreError, StoreUnavailable, TinyjobsError
-from tinyjobs.urls import mask
+from tinyjobs.findings import not_checked
+from tinyjobs.urls import mask, store_kind
 
 from .common import resolve_url as common_resolve_url
 
@@ -34,11 +37,27 @@ def supervisor_health(path: str) -> dict:
         raise StoreUnavailable(f"no supervisor answers on {path}: {err}") from None
 
 
+def _store_not_audited(health: dict) -> object:
+    shown = health.get("url") or "its store"
+    return not_checked(
+        "store",
+        f"only the supervisor was asked; it uses {shown}",
+        "to audit that store too: tinyjobs check URL --socket PATH (or set $TINYJOBS_URL)",
+    )
+
+
+def _kind(url: str) -> str:
+    try:
+        return store_kind(url)
+    except ConfigError:
+        return "unknown"
+
+
 def _fail(message: str, as_json: bool, code: int) -> None:
     if as_json:
         click.echo(json.dumps({"ok": False, "exit_code": code, "error": message}, indent=2))
     else:
-        click.echo(f"error: {message}", err=True)
+        click.echo(f"tinyjobs: {message}", err=True)
     raise click.exceptions.Exit(code)
 
 
@@ -53,15 +72,30 @@ def _fail(message: str, as_json: bool, code: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.pass_context
 def check(
-    ctx: click.Context, url: str | None, socket_path: str | None, store_warnings: bool,
+    ctx: click.Context,
+    url: str | None,
+    socket_path: str | None,
+    store_warnings: bool,
     as_json: bool,
-) -> None:  # fmt: skip
-    """Audit the store's durability settings (and, with --socket, the supervisor's health)."""
-    url = resolve_url(ctx, url)
+) -> None:
+    """Audit the store's durability settings (and, with --socket, the supervisor's health).
+
+    The store is URL, else --url, else $TINYJOBS_URL, else sqlite:///tinyjobs.db; with
+    --socket and none of those, only the supervisor is checked.
+
+    Exit status: 0 nothing failed (WARN and NOT CHECKED print but pass), 1 a FAIL, 2 a bad
+    URL, a store unreachable or refused, or no supervisor answering on --socket."""
+    given = common_resolve_url(ctx, url)
+    url = given or DEFAULT_URL
     secrets = url_secrets(url)
     try:
         health = supervisor_health(socket_path) if socket_path else None
-        report: Report = audit_url(url, store_warnings=store_warnings)
+        if health is not None and not given:
+            shown = str(health.get("url") or "")
+            report = Report(url=shown or "the supervisor's store", store=_kind(shown))
+            report.add([_store_not_audited(health)])
+        else:
+            report = audit_url(url, store_warnings=store_warnings)
         if health is not None:
             report.add(health_findings(health))
     except ConfigError as err:

@@ -16,7 +16,10 @@ from .common import echo_json, handle_errors, load_app, resolve_url
 @handle_errors
 def cron(ctx: click.Context, app_spec: str, as_json: bool) -> None:
     """List each cron schedule: expression, time zone, queue, the last due time fired (as the
-    store records it) and the next due time, both in the schedule's time zone."""
+    store records it) and the next due time, both in the schedule's time zone.
+
+    Exit status: 0 listed, 2 an app that cannot be imported or a store unreachable or
+    refused."""
     from ..cron import describe
 
     app = load_app(app_spec, resolve_url(ctx))

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import click
 
+from ..errors import ConfigError
 from ..stores import open_store
-from ..urls import mask
+from ..urls import mask, store_kind
 from .common import handle_errors, resolve_url
 
 
@@ -17,10 +18,18 @@ from .common import handle_errors, resolve_url
 @click.pass_context
 @handle_errors
 def migrate(ctx: click.Context, url: str | None) -> None:
-    """Create or upgrade the schema of the store at URL (default: --url / $TINYJOBS_URL)."""
+    """Create or upgrade the schema of the store at URL (default: --url / $TINYJOBS_URL).
+
+    Exit status: 0 the schema is up to date, 2 no URL, or a store unreachable or refused."""
     target = resolve_url(ctx, url)
     if not target:
         raise click.UsageError("give the store URL as an argument, with --url or in $TINYJOBS_URL")
+    kind = store_kind(target)
+    if kind == "memory":
+        raise ConfigError(f"{target}: an in-memory store lives in one process; there is nothing to migrate")
     store = open_store(target)  # opening applies every pending migration, under a lock
     store.close()
-    click.echo(f"schema of {mask(target)} is up to date")
+    if kind == "redis":
+        click.echo(f"{mask(target)} is reachable; Redis keeps no schema, nothing to migrate")
+    else:
+        click.echo(f"schema of {mask(target)} is up to date")

@@ -12,7 +12,7 @@ from ..durations import parse_duration
 from ..stop import StopReason
 from ..urls import mask
 from ..worker import Worker
-from .common import handle_errors, load_app, resolve_url
+from .common import command_app, handle_errors
 
 
 @click.command()
@@ -31,10 +31,20 @@ def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
     """Run one worker in the foreground until SIGTERM or Ctrl-C (a second one stops at once).
 
     A sync handler past its timeout cannot be stopped, so the worker lets its other jobs
-    finish and then replaces itself with a fresh process (same pid, exec)."""
+    finish and then replaces itself with a fresh process (same pid, exec).
+
+    Exit status: 0 stopped on request, 2 bad options, an app that cannot be imported, or a
+    store unreachable or refused (memory:// included: nothing else could add its jobs)."""
     log.configure(buffered=True)
-    app = load_app(app_spec, resolve_url(ctx))
+    app = command_app(ctx, app_spec)
     names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+    unknown = [q for q in names or () if q not in app.known_queues()]
+    if unknown:
+        click.echo(
+            f"tinyjobs: warning: no task of the app uses queue(s) {', '.join(unknown)} (its queues: "
+            f"{', '.join(app.known_queues())}); only jobs enqueued there by name will run",
+            err=True,
+        )
     w = Worker(
         app,
         slots=slots,

@@ -220,8 +220,11 @@ class Store(Protocol):
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
-        """Jobs in a state (all states when None), optionally of one queue, oldest first."""
+        """Jobs in a state (all states when None), optionally of one queue, oldest first (newest
+        first with `newest`), skipping the first `offset` of that order."""
         ...
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:

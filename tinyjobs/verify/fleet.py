@@ -55,12 +55,22 @@ class FleetRecord:
 class Fleet:
     """`size` workers on verify's queue; `kill` stops the oldest and starts another."""
 
-    def __init__(self, size: int, directory: Path, env: dict[str, str], stop_timeout: float,
-                 ready_timeout: float = 60.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        size: int,
+        directory: Path,
+        env: dict[str, str],
+        stop_timeout: float,
+        ready_timeout: float = 60.0,
+    ) -> None:
         self.size, self.directory, self.stop_timeout = size, directory, stop_timeout
         self.ready_timeout = ready_timeout
-        self.env = {**os.environ, **env, verify_worker.ENV_PARENT: str(os.getpid()),
-                    verify_worker.ENV_DIR: str(directory)}  # fmt: skip
+        self.env = {
+            **os.environ,
+            **env,
+            verify_worker.ENV_PARENT: str(os.getpid()),
+            verify_worker.ENV_DIR: str(directory),
+        }
         self.members: list[Member] = []
         self.record = FleetRecord()
         self.all_pids: list[int] = []
@@ -72,10 +82,13 @@ class Fleet:
         path = self.directory / f"worker-{self._started}.log"
         with open(path, "wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", WORKER_MODULE], env=self.env, stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", WORKER_MODULE],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 process_group=0,  # a Ctrl-C at the terminal is for verify, not its workers
-            )  # fmt: skip
+            )
         member = Member(self._started, proc, path)
         self.members.append(member)
         self.all_pids.append(proc.pid)

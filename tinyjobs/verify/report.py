@@ -106,6 +106,7 @@ class Verdict:
     others: int = 0
     left: int = 0
     keep: bool = False
+    created: str | None = None  # a store file that the run created (it stays, empty of jobs)
 
 
 def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
@@ -131,6 +132,11 @@ def render(sent: Sent, t: Tally, v: Verdict) -> tuple[list[str], list[str]]:
         _store_line(sent, t, v),
     ]
     causes = failures(sent, t, v)
+    if not v.fleet.by_signal[signal.SIGKILL]:
+        lines.append(
+            "warning: no worker was killed with SIGKILL, so recovery from a crash was not "
+            "exercised; run longer (--duration) or stop workers more often (--kill-every)"
+        )
     return lines + ([f"failed: {c}" for c in causes] if causes else ["ok"]), causes
 
 
@@ -170,6 +176,8 @@ def _store_line(sent: Sent, t: Tally, v: Verdict) -> str:
         where = f"the store keeps its {plural(v.left, 'job')} (--keep)"
     elif v.left:
         where = f"{plural(v.left, 'job')} left in the store"
+    elif v.created:
+        where = f"the run's jobs were purged; the SQLite file {v.created} it created stays, empty"
     else:
         where = "the store is left as it was found"
     return f"{failed}; {where}"
@@ -183,9 +191,14 @@ def _ids(numbers: list[int]) -> str:
 def failures(sent: Sent, t: Tally, v: Verdict) -> list[str]:
     """Every cause of exit 1, in the order of the report."""
     out: list[str] = []
-    for numbers, what in ((t.lost, "lost"), (t.failed, "failed"), (t.cancelled, "cancelled"),
-                          (t.unfinished, "unfinished"), (t.missing_effect, "without its side effect"),
-                          (t.twice, "enqueued twice")):  # fmt: skip
+    for numbers, what in (
+        (t.lost, "lost"),
+        (t.failed, "failed"),
+        (t.cancelled, "cancelled"),
+        (t.unfinished, "unfinished"),
+        (t.missing_effect, "without its side effect"),
+        (t.twice, "enqueued twice"),
+    ):
         if numbers:
             out.append(f"{plural(len(numbers), 'job')} {what}{_ids(numbers)}")
     if t.unexpected:

@@ -35,7 +35,7 @@ from ..urls import mask
 from .fleet import Fleet
 from .ledger import Ledger, create, read
 from .report import Sent, Verdict, render, tally
-from .settings import Refused, Settings, open_checked, settings
+from .settings import Refused, Settings, new_sqlite_file, open_checked, settings
 from .worker import DRAIN_TIMEOUT, ENV_LEASE, ENV_LEDGER, ENV_QUEUE, ENV_SLOTS, TASK
 
 __all__ = ["Refused", "Result", "Settings", "Verifier", "open_checked", "settings", "verify"]
@@ -60,9 +60,12 @@ def verify(
 ) -> Result:
     """Run a whole verify on settings `s` (Refused, exit 2, before anything runs). Setting
     `stop` cuts the run short: the workers stop, the jobs are accounted for, and it fails."""
+    created = new_sqlite_file(s)
     store = open_checked(s)
     try:
-        return Verifier(s, store, stop, note).run()
+        verifier = Verifier(s, store, stop, note)
+        verifier.created = created
+        return verifier.run()
     finally:
         store.close()
 
@@ -70,8 +73,13 @@ def verify(
 class Verifier:
     """One run of verify against an opened store that holds no other jobs."""
 
-    def __init__(self, s: Settings, store: Store, stop: threading.Event | None = None,
-                 note: Callable[[str], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        s: Settings,
+        store: Store,
+        stop: threading.Event | None = None,
+        note: Callable[[str], None] | None = None,
+    ) -> None:
         self.s, self.store = s, store
         self.stop = stop or threading.Event()
         self.note = note or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -81,6 +89,7 @@ class Verifier:
         self.store_errors: list[str] = []
         self.settled, self.live_left = True, 0
         self.boot_error: str | None = None
+        self.created: str | None = None  # a store file this run created, for the report
 
     def job_id(self, n: int) -> str:
         return f"verify:{self.run_id}:{n}"
@@ -90,8 +99,13 @@ class Verifier:
     def run(self) -> Result:
         directory = Path(tempfile.mkdtemp(prefix="tinyjobs-verify-"))
         create(directory / "ledger.db")
-        env = {"TINYJOBS_URL": self.s.store_url, ENV_QUEUE: self.s.queue, ENV_LEASE: repr(self.s.lease),
-               ENV_LEDGER: str(directory / "ledger.db"), ENV_SLOTS: str(self.s.slots)}  # fmt: skip
+        env = {
+            "TINYJOBS_URL": self.s.store_url,
+            ENV_QUEUE: self.s.queue,
+            ENV_LEASE: repr(self.s.lease),
+            ENV_LEDGER: str(directory / "ledger.db"),
+            ENV_SLOTS: str(self.s.slots),
+        }
         fleet = Fleet(self.s.workers, directory, env, STOP_TIMEOUT, READY_TIMEOUT)
         self.note(self.s.describe())
         try:
@@ -179,9 +193,17 @@ class Verifier:
     def _finish(self, fleet: Fleet, ledger_path: Path) -> Result:
         ledger, ledger_error = self._read_ledger(ledger_path)
         jobs, foreign, others = self._listing()
-        verdict = Verdict(run=self.run_id, fleet=fleet.record, ledger_error=ledger_error,
-                          settled=self.settled, live_left=self.live_left, cut_short=self.stop.is_set(),
-                          others=others, keep=self.s.keep)  # fmt: skip
+        verdict = Verdict(
+            run=self.run_id,
+            fleet=fleet.record,
+            ledger_error=ledger_error,
+            settled=self.settled,
+            live_left=self.live_left,
+            cut_short=self.stop.is_set(),
+            others=others,
+            keep=self.s.keep,
+            created=self.created,
+        )
         verdict.left = self._cleanup(jobs, fleet.all_pids, others)
         worker_errors = fleet.store_errors()
         if worker_errors:

@@ -8,6 +8,7 @@ namespace. `--prefix` (default `verify`) also names verify's queue on every stor
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,9 +102,19 @@ def namespaced(url: str, prefix: str | None) -> tuple[str, str, str]:
     return with_query(url, **{option: name}), f"{option} {name}", queue
 
 
-def settings(url: str, *, duration: Any = "30s", rate: Any = 50, workers: Any = 3, slots: Any = 8,
-             kill_every: Any = "5s", lease: Any = None, settle: Any = None, prefix: str | None = None,
-             keep: bool = False) -> Settings:  # fmt: skip
+def settings(
+    url: str,
+    *,
+    duration: Any = "30s",
+    rate: Any = 50,
+    workers: Any = 3,
+    slots: Any = 8,
+    kill_every: Any = "5s",
+    lease: Any = None,
+    settle: Any = None,
+    prefix: str | None = None,
+    keep: bool = False,
+) -> Settings:
     """Checked settings (Refused when they make no sense). Without `settle`, it is twice the
     lease; `settle` must exceed the lease plus the 1 s reap interval, since a job of a killed
     worker comes back when its lease ends."""
@@ -126,11 +137,19 @@ def settings(url: str, *, duration: Any = "30s", rate: Any = 50, workers: Any = 
     if prefix is not None and (not prefix or any(c.isspace() for c in prefix)):
         raise Refused(f"--prefix must be a non-empty name without spaces, got {prefix!r}")
     return Settings(
-        url=url, store_url=store_url, namespace=namespace, queue=queue, duration=d,
-        rate=_positive(rate, "--rate", float), workers=_positive(workers, "--workers", int),
-        slots=_positive(slots, "--slots", int), kill_every=k, lease=lease_s, settle=settle_s,
+        url=url,
+        store_url=store_url,
+        namespace=namespace,
+        queue=queue,
+        duration=d,
+        rate=_positive(rate, "--rate", float),
+        workers=_positive(workers, "--workers", int),
+        slots=_positive(slots, "--slots", int),
+        kill_every=k,
+        lease=lease_s,
+        settle=settle_s,
         keep=keep,
-    )  # fmt: skip
+    )
 
 
 def open_checked(s: Settings) -> Store:
@@ -163,3 +182,14 @@ def open_checked(s: Settings) -> Store:
             "verify needs a store that holds no other jobs (use another --prefix, file or database)"
         )
     return store
+
+
+def new_sqlite_file(s: Settings) -> str | None:
+    """The path of the SQLite file that opening the store will create, or None (another store,
+    or a file that exists): the report says what the run left behind."""
+    if store_kind(s.store_url) != "sqlite":
+        return None
+    from ..stores.sqlite.connection import parse_url
+
+    path = parse_url(s.store_url).path
+    return None if os.path.exists(path) else path

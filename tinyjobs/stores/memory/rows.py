@@ -9,40 +9,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tinyjobs.job import (
-    BLOCKED,
-    CANCELLED,
-    DONE,
-    FAILED,
-    OUTCOME_DONE,
-    OUTCOME_ERROR,
-    OUTCOME_FAILED,
-    OUTCOME_HANDED_BACK,
-    OUTCOME_SNOOZED,
-    RUNNING,
-    SCHEDULED,
-    WAITING,
-    Execution,
-    Job,
-)
+from tinyjobs.job import RUNNING, Execution, Job
 from tinyjobs.serialization import load
 
 from ..base import NewJob, QueuePolicy
-
-# Stored states. `pending` is reported as scheduled or waiting, by its due time against `now`.
-PENDING = "pending"
-STORED_LIVE = frozenset({PENDING, BLOCKED, RUNNING})
-STORED_FINAL = frozenset({DONE, FAILED, CANCELLED})
-
-# The execution outcome of each settlement, unless Settlement.execution overrides it.
-SETTLE_OUTCOMES = {
-    "done": OUTCOME_DONE,
-    "retry": OUTCOME_ERROR,
-    "snooze": OUTCOME_SNOOZED,
-    "fail": OUTCOME_FAILED,
-    "handback": OUTCOME_HANDED_BACK,
-}
-CANCELLED_WHILE_RUNNING = "cancelled while running"
+from ..rules import PENDING, STORED_FINAL, STORED_LIVE, holds_id, reported_state
 
 Scope = tuple[str, str | None]  # (queue, None) for a queue, (queue, group) for one of its groups
 
@@ -131,6 +102,10 @@ class Row:
     def live(self) -> bool:
         return self.state in STORED_LIVE
 
+    def holds_id(self, now: float) -> bool:
+        """Whether a new job with this row's id adds nothing (JOB-09)."""
+        return holds_id(self.state, self.expires_at, now)
+
     def purgeable(self, now: float) -> bool:
         """Final and past its window: `dedupe` for done, `keep` for failed or cancelled."""
         return self.state in STORED_FINAL and self.expires_at is not None and self.expires_at <= now
@@ -143,9 +118,7 @@ class Row:
         return (-self.priority, self.due, self.seq)
 
     def reported_state(self, now: float) -> str:
-        if self.state == PENDING:
-            return SCHEDULED if self.due > now else WAITING
-        return self.state
+        return reported_state(self.state, self.due, now)
 
     def snapshot(
         self,
@@ -179,12 +152,6 @@ class Row:
             cancel_requested=self.cancel_requested,
             executions=[e.freeze() for e in self.executions] if executions else [],
         )
-
-
-def dependency_error(parent: Row) -> str:
-    """The error of a job cancelled because `parent` (failed or cancelled) will never be done."""
-    how = "failed" if parent.state == FAILED else "was cancelled"
-    return f"cancelled: job {parent.id} it runs after {how}"
 
 
 def ahead(row: Row, rows: Iterable[Row], now: float) -> int | None:

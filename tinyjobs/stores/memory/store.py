@@ -17,14 +17,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tinyjobs.errors import ConfigError, JobNotFound, NotSupported, StoreError
+from tinyjobs.errors import ConfigError, NotSupported, StoreError
 from tinyjobs.holder import Holder
 from tinyjobs.job import (
     BLOCKED,
     CANCELLED,
     DONE,
     FAILED,
-    OUTCOME_CANCELLED,
     OUTCOME_LEASE_EXPIRED,
     OUTCOME_WORKER_LOST,
     RUNNING,
@@ -33,24 +32,15 @@ from tinyjobs.job import (
 )
 from tinyjobs.urls import mask
 
+from .. import rules
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
-from .rows import (
-    CANCELLED_WHILE_RUNNING,
-    PENDING,
-    SETTLE_OUTCOMES,
-    STORED_FINAL,
-    ExecutionRow,
-    Limits,
-    Row,
-    Scope,
-    ahead,
-    dependency_error,
-)
+from ..rules import PENDING, STORED_FINAL
+from .rows import ExecutionRow, Limits, Row, Scope, ahead
 
 URL = "memory://"
 
 
-def open(url: str, **options: Any) -> MemoryStore:  # noqa: A001  (the name every store module uses)
+def open(url: str, **options: Any) -> MemoryStore:
     """A fresh, empty memory store. `url` must be exactly `memory://`; other options are
     accepted for symmetry with the other stores and ignored (there is nothing to tune)."""
     if url != URL:
@@ -123,12 +113,12 @@ class MemoryStore:
         for new in jobs:
             for parent in new.after:
                 if parent not in known:
-                    raise JobNotFound(f"job {new.id!r} runs after {parent!r}, which does not exist")
+                    raise rules.unknown_parent(new.id, parent)
             known.add(new.id)
 
     def _add(self, new: NewJob, t: float) -> Job:
         old = self._rows.get(new.id)
-        if old is not None and (old.live or (old.state == DONE and not old.purgeable(t))):
+        if old is not None and old.holds_id(t):
             return old.snapshot(t, created=False)
         holder = self._key_holder(new.key)
         if holder is not None:
@@ -139,13 +129,13 @@ class MemoryStore:
         self._rows[row.id] = row
         if row.key is not None:
             self._keys[row.key] = row.id
-        for parent_id in row.after:
-            parent = self._rows.get(parent_id)
-            if parent is not None and parent.state in (FAILED, CANCELLED):
-                self._finish(row, CANCELLED, dependency_error(parent), t)
-                break
-            if parent is not None and parent.state != DONE:
-                row.state = BLOCKED
+        # A parent missing here was named earlier in the batch and not added (its key was held).
+        parents = [(p.id, p.state) for p in map(self._rows.get, row.after) if p is not None]
+        state, error = rules.initial_state(parents)
+        if state == CANCELLED:
+            self._finish(row, CANCELLED, error, t)
+        else:
+            row.state = state
         return row.snapshot(t)
 
     def _key_holder(self, key: str | None) -> Row | None:
@@ -234,24 +224,24 @@ class MemoryStore:
         if row is None or row.id != s.job_id:
             return False
         error = bound_error(s.error)
-        cancelled = row.cancel_requested and s.outcome != "done"  # done wins over a cancel
-        outcome = s.execution or (OUTCOME_CANCELLED if cancelled else SETTLE_OUTCOMES[s.outcome])
+        state = rules.settled_state(s.outcome, row.cancel_requested, row.attempts, row.max_attempts)
+        outcome = rules.execution_outcome(s.outcome, s.execution, row.cancel_requested)
         self._end_attempt(row, t, outcome, error)
-        if cancelled:
-            self._finish(row, CANCELLED, CANCELLED_WHILE_RUNNING, t)
-        elif s.outcome == "done":
+        if state == CANCELLED:
+            self._finish(row, CANCELLED, rules.CANCELLED_WHILE_RUNNING, t)
+        elif state == DONE:
             row.result = s.result
             self._finish(row, DONE, None, t)
-        elif s.outcome == "fail" or (s.outcome == "retry" and row.attempts >= row.max_attempts):
+        elif state == FAILED:
             self._finish(row, FAILED, error, t)
-        elif s.outcome == "retry":
-            row.state, row.due, row.error = PENDING, t + s.delay, error
-        elif s.outcome == "snooze":
-            row.state, row.due, row.attempts = PENDING, t + s.delay, row.attempts - 1
-        elif s.outcome == "handback":  # due unchanged, so due again at once
-            row.state, row.attempts = PENDING, row.attempts - 1
         else:
-            raise ValueError(f"unknown settlement outcome {s.outcome!r}")
+            if s.outcome == "retry":
+                row.error = error
+            if s.outcome in rules.GIVES_BACK:
+                row.attempts -= 1
+            if s.outcome != "handback":  # a hand-back keeps its due time: due again at once
+                row.due = t + s.delay
+            row.state = PENDING
         return True
 
     def _end_attempt(self, row: Row, t: float, outcome: str, error: str | None) -> None:
@@ -264,7 +254,7 @@ class MemoryStore:
     def _finish(self, row: Row, state: str, error: str | None, t: float) -> None:
         """Make `row` final (done, failed or cancelled) and tell its dependents."""
         row.state, row.error, row.finished_at = state, error, t
-        row.expires_at = t + (row.dedupe if state == DONE else row.keep)
+        row.expires_at = rules.expires_at(state, t, row.dedupe, row.keep)
         self._release_dependents(row, t)
 
     def _release_dependents(self, parent: Row, t: float) -> None:
@@ -272,7 +262,7 @@ class MemoryStore:
         recursively) on record; a done one makes those whose parents are all done pending."""
         for child in [r for r in self._rows.values() if r.state == BLOCKED and parent.id in r.after]:
             if parent.state != DONE:
-                self._finish(child, CANCELLED, dependency_error(parent), t)
+                self._finish(child, CANCELLED, rules.dependency_error(parent.id, parent.state), t)
             elif all(self._parent_done(p) for p in child.after):
                 # A dependent never runs before its own due time, nor before its parents are done.
                 child.state, child.due = PENDING, max(child.due, t)
@@ -315,12 +305,11 @@ class MemoryStore:
     def _lose(self, row: Row, outcome: str, t: float) -> None:
         """The attempt ended without a settlement; it stays counted (JOB-03)."""
         self._end_attempt(row, t, outcome, None)
-        if row.cancel_requested:
-            self._finish(row, CANCELLED, CANCELLED_WHILE_RUNNING, t)
-        elif row.attempts >= row.max_attempts:
-            self._finish(row, FAILED, f"{outcome} on attempt {row.attempts} of {row.max_attempts}", t)
-        else:
+        state, error = rules.lease_ended(outcome, row.cancel_requested, row.attempts, row.max_attempts)
+        if state == PENDING:
             row.state = PENDING  # due unchanged: due again at once
+        else:
+            self._finish(row, state, error, t)
 
     # -- the user's operations ----------------------------------------------------------------
 
@@ -366,13 +355,15 @@ class MemoryStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
-        """Jobs in a reported state (all when None), oldest first."""
+        """Jobs in a reported state (all when None), oldest (or newest) first."""
         t = self._at(now)
         with self._read():
-            rows = sorted(self._rows.values(), key=lambda r: r.seq)
+            rows = sorted(self._rows.values(), key=lambda r: r.seq, reverse=newest)
             rows = [r for r in rows if state in (None, r.reported_state(t)) and queue in (None, r.queue)]
-            return [r.snapshot(t) for r in rows[:limit]]
+            return [r.snapshot(t) for r in rows[offset : offset + limit]]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
         t = self._at(now)

@@ -34,7 +34,7 @@ def migrate(url: str) -> list[int]:
         conn.close()
 
 
-def open(  # noqa: A001  (the name every store module uses)
+def open(
     url: str,
     *,
     migrate: bool = True,

@@ -13,6 +13,8 @@ from tinyjobs.errors import StoreUnavailable
 from tinyjobs.findings import Finding, failed, not_checked, passed, warned
 from tinyjobs.urls import mask
 
+from .connection import one_line
+
 _RANK = {"off": 0, "local": 1, "remote_write": 2, "on": 3, "remote_apply": 4}
 
 
@@ -38,7 +40,9 @@ def _connect(url: str) -> psycopg.Connection:
         conninfo = _conninfo(url)
         return psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
     except (psycopg.Error, ValueError) as err:
-        raise StoreUnavailable(f"PostgreSQL at {mask(url)} is unreachable or refused us: {err}") from None
+        raise StoreUnavailable(
+            f"PostgreSQL at {mask(url)} is unreachable or refused us: {one_line(err)}"
+        ) from None
 
 
 def _probe(conn: psycopg.Connection, sql: str) -> tuple[tuple | None, str]:

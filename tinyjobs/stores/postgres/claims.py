@@ -10,7 +10,10 @@ from typing import Any
 
 from ...holder import Holder
 from ..base import Claimed, QueuePolicy
-from .rows import NCOLS, to_job
+from .rows import tail, to_job
+
+# The columns `claim` returns after COLUMNS.
+CLAIMED = tail("token", "lease_seconds", "now", "steps")
 
 _NO_LIMIT = 2**31 - 1
 
@@ -114,7 +117,7 @@ def start(
         if now is None:
             # clock_timestamp(), not now(): the transaction's start time is older than the lock
             # wait, and a claim that waited must not judge rate windows by it.
-            cur.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
+            cur.execute(q["clock"])
             now = cur.fetchone()[0]
         for name in lim:
             ids += candidates(cur, q, queues[name], now, limit)
@@ -132,12 +135,15 @@ def start(
             "pid": holder.pid,
         },
     )
-    return lambda: [
-        Claimed(
-            job=to_job(row, row[NCOLS + 2]),
-            token=row[NCOLS],
-            lease=row[NCOLS + 1],
-            steps=json.loads(row[NCOLS + 3]) if row[NCOLS + 3] else {},
-        )
-        for row in cur.fetchall()
-    ]
+    return lambda: [_claimed(row) for row in cur.fetchall()]
+
+
+def _claimed(row: tuple[Any, ...]) -> Claimed:
+    """A Claimed from a row of `claim`."""
+    steps = row[CLAIMED["steps"]]
+    return Claimed(
+        job=to_job(row, row[CLAIMED["now"]]),
+        token=row[CLAIMED["token"]],
+        lease=row[CLAIMED["lease_seconds"]],
+        steps=json.loads(steps) if steps else {},
+    )

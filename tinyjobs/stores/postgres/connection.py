@@ -47,8 +47,9 @@ class Connections:
         try:
             return psycopg.connect(self.settings.conninfo, autocommit=autocommit)
         except psycopg.Error as err:
-            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-            raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {reason}") from None
+            raise StoreUnavailable(
+                f"PostgreSQL at {self.settings.masked} is unreachable: {one_line(err)}"
+            ) from None
 
     def get(self) -> tuple[psycopg.Connection, bool]:
         """This thread's connection and whether its writes must raise synchronous_commit."""
@@ -170,7 +171,7 @@ class Connections:
                 retrying = retrying or sent[0]
                 if time.monotonic() + delay > deadline:
                     raise StoreUnavailable(
-                        f"PostgreSQL at {self.settings.masked} is unreachable: {err}"
+                        f"PostgreSQL at {self.settings.masked} is unreachable: {one_line(err)}"
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
@@ -229,5 +230,12 @@ def _close(conn: psycopg.Connection, owner: int) -> None:
         return
     try:
         conn.close()
-    except Exception:  # noqa: BLE001  (already broken)
+    except Exception:  # it is closed anyway: a broken connection may fail to close
         pass
+
+
+def one_line(err: BaseException) -> str:
+    """libpq's message on one line, every line kept: the reason ("port 5433 failed: Connection
+    refused") comes first and the hint ("Is the server running...") after it."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return "; ".join(lines) or type(err).__name__

@@ -9,12 +9,15 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import JobNotFound, StoreError
-from ...job import Job
+from ...errors import StoreError
+from ...job import BLOCKED, CANCELLED, FAILED, Job
 from ..base import NewJob
-from .rows import NCOLS, to_job
+from ..rules import STORED_LIVE, initial_state, unknown_parent
+from .rows import AFTER_IDS, ID, KEY, STATE, tail, to_job
 
-_LIVE = ("pending", "blocked", "running")
+# The columns `enqueue` and `enqueue_one` return after COLUMNS, and those of `enqueue_existing`.
+WRITTEN = tail("replaced", "now", "notified")
+FOUND = tail("now", "holds_id")
 
 
 def _batch(jobs: Sequence[NewJob]) -> tuple[list[int], dict[int, int]]:
@@ -46,27 +49,15 @@ def _initial_states(cur: Any, q: dict[str, str], jobs: list[NewJob]) -> list[tup
     if wanted:
         cur.execute(q["enqueue_parents"], {"ids": wanted})
         states = dict(cur.fetchall())
-    out = []
+    out: list[tuple[str, str | None]] = []
     for job in jobs:
         for parent in job.after:
             if parent not in states:
-                raise JobNotFound(f"job {parent!r} named in after= does not exist")
-        out.append(_initial(job, states) if job.after else ("pending", None))
-        if states.get(job.id) in (None, "failed", "cancelled"):
+                raise unknown_parent(job.id, parent)
+        out.append(initial_state((p, states[p]) for p in job.after))
+        if states.get(job.id) in (None, FAILED, CANCELLED):
             states[job.id] = out[-1][0]  # added (or replacing a final job) in list order
     return out
-
-
-def _initial(job: NewJob, states: dict[str, str]) -> tuple[str, str | None]:
-    """The state a new job starts in, with the error of one cancelled by its parents."""
-    for parent in job.after:
-        state = states[parent]
-        if state in ("failed", "cancelled"):
-            why = "failed" if state == "failed" else "was cancelled"
-            return "cancelled", f"cancelled: job {parent} it runs after {why}"
-    if all(states[p] == "done" for p in job.after):
-        return "pending", None
-    return "blocked", None
 
 
 def _params(jobs: list[NewJob], initial: list, now: float | None, channel: str | None) -> dict:
@@ -99,10 +90,10 @@ def existing(cur: Any, q: dict[str, str], jobs: list[NewJob], now: float | None)
     cur.execute(q["enqueue_existing"], {"now": now, "ids": [j.id for j in jobs], "keys": keys})
     found: dict[tuple[str, str], Any] = {}
     for row in cur.fetchall():
-        if row[4] in _LIVE and row[14] is not None:
-            found[("key", row[14])] = row
-        if row[NCOLS + 1]:
-            found[("id", row[0])] = row
+        if row[STATE] in STORED_LIVE and row[KEY] is not None:
+            found[("key", row[KEY])] = row
+        if row[FOUND["holds_id"]]:
+            found[("id", row[ID])] = row
     return found
 
 
@@ -119,14 +110,14 @@ def enqueue(
     todo = [jobs[i] for i in primary]
     initial = _initial_states(cur, q, todo)
     cur.execute(q["enqueue"], _params(todo, initial, now, channel))
-    written = {row[0]: row for row in cur.fetchall()}
-    replaced = [row[0] for row in written.values() if row[NCOLS]]
+    written = {row[ID]: row for row in cur.fetchall()}
+    replaced = [row[ID] for row in written.values() if row[WRITTEN["replaced"]]]
     if replaced:
         cur.execute(q["forget"], {"ids": replaced})
-    blocked = [(p, row[0]) for row in written.values() if row[4] == "blocked" for p in row[16]]
+    blocked = [(p, row[ID]) for row in written.values() if row[STATE] == BLOCKED for p in row[AFTER_IDS]]
     if blocked:
-        cur.execute(q["enqueue_deps"], {"parents": [p for p, _ in blocked],
-                                        "children": [c for _, c in blocked]})  # fmt: skip
+        parents, children = [p for p, _ in blocked], [c for _, c in blocked]
+        cur.execute(q["enqueue_deps"], {"parents": parents, "children": children})
     missing = [job for job in todo if job.id not in written]
     found = existing(cur, q, missing, now) if missing else {}
     out: list[Job | None] = [None] * len(jobs)
@@ -137,12 +128,12 @@ def enqueue(
             out[i] = dataclasses.replace(first, created=False)
         elif job.id in written:
             row = written[job.id]
-            out[i] = to_job(row, row[NCOLS + 1], created=True)
+            out[i] = to_job(row, row[WRITTEN["now"]], created=True)
         else:
             row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
             if row is None:
                 raise StoreError(f"job {job.id!r} was neither added nor found; try again")
-            out[i] = to_job(row, row[NCOLS], created=False)
+            out[i] = to_job(row, row[FOUND["now"]], created=False)
     return [job for job in out if job is not None]
 
 
@@ -150,11 +141,22 @@ def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> Non
     """Queue the statement that adds `job`, one without parents; `read_one` reads its row."""
     cur.execute(
         q["enqueue_one"],
-        {"now": now, "id": job.id, "task": job.task, "queue": job.queue, "payload": job.payload,
-         "priority": job.priority, "delay": float(job.delay),
-         "at": None if job.at is None else float(job.at), "key": job.key, "group": job.group,
-         "max_attempts": job.max_attempts, "dedupe": float(job.dedupe), "keep": float(job.keep)},
-    )  # fmt: skip
+        {
+            "now": now,
+            "id": job.id,
+            "task": job.task,
+            "queue": job.queue,
+            "payload": job.payload,
+            "priority": job.priority,
+            "delay": float(job.delay),
+            "at": None if job.at is None else float(job.at),
+            "key": job.key,
+            "group": job.group,
+            "max_attempts": job.max_attempts,
+            "dedupe": float(job.dedupe),
+            "keep": float(job.keep),
+        },
+    )
 
 
 def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Job:
@@ -162,9 +164,9 @@ def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Jo
     read by `holder_of(job)` (a later statement: under READ COMMITTED the same as in the
     enqueue's own transaction)."""
     if rows:
-        return to_job(rows[0], rows[0][NCOLS + 1], created=True)
+        return to_job(rows[0], rows[0][WRITTEN["now"]], created=True)
     found = holder_of(job)
     row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
     if row is None:
         raise StoreError(f"job {job.id!r} was neither added nor found; try again")
-    return to_job(row, row[NCOLS], created=False)
+    return to_job(row, row[FOUND["now"]], created=False)

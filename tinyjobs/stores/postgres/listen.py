@@ -76,7 +76,7 @@ class Listener:
         if conn is not None and self._pid == os.getpid():
             try:
                 conn.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         elif conn is not None:
             _INHERITED.append(conn)

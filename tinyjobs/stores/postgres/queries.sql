@@ -3,6 +3,10 @@
 -- %(name)s are query parameters, and %(name)b arrays sent in binary (psycopg dumps a list
 -- several times faster so than as text). Each block starts from `t`, the operation's clock:
 -- the caller's `now` when given, else the server's transaction time (CLK-01).
+-- The rules every store follows live in tinyjobs/stores/rules.py: their texts come from there
+-- as placeholders (`{cancelled_while_running}`, `{execution_outcomes}`, ...); the decisions
+-- (settle's new_state, end_leases' state, the reported state of `jobs` and `counts`) are SQL
+-- copies of its functions, held to them by tests/contract/test_store_rules.py.
 
 -- name: clock
 SELECT extract(epoch FROM clock_timestamp())::float8
@@ -107,6 +111,7 @@ RETURNING {jcols}, (j.xmax <> 0) AS replaced
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT {cols}, t.now,
     state IN ('pending', 'blocked', 'running') OR (state = 'done' AND expires_at > t.now)
+        AS holds_id  -- rules.holds_id
 FROM {jobs}, t
 WHERE id = ANY(%(ids)b::text[])
    OR (key = ANY(%(keys)b::text[]) AND state IN ('pending', 'blocked', 'running'))
@@ -160,7 +165,7 @@ ex AS (
     SELECT id, queue, grp, attempts, %(host)s, %(pid)s, started_at FROM upd
 )
 SELECT upd.*, t.now,
-    (SELECT json_object_agg(s.name, s.value) FROM {steps} s WHERE s.job_id = upd.id)::text
+    (SELECT json_object_agg(s.name, s.value) FROM {steps} s WHERE s.job_id = upd.id)::text AS steps
 FROM upd, t
 ORDER BY upd.priority DESC, upd.due, upd.seq
 
@@ -206,6 +211,7 @@ s AS (
 ),
 one AS (SELECT DISTINCT ON (job_id) * FROM s ORDER BY job_id, ord),
 cur AS (
+    -- new_state: rules.settled_state
     SELECT j.id, j.cancel_requested, one.*,
         CASE WHEN one.outcome <> 'done' AND j.cancel_requested THEN 'cancelled'
              WHEN one.outcome = 'done' THEN 'done'
@@ -223,7 +229,7 @@ upd AS (
                         ELSE j.attempts END,
         result = CASE WHEN cur.new_state = 'done' THEN cur.result ELSE j.result END,
         error = CASE WHEN cur.new_state = 'done' THEN NULL
-                     WHEN cur.new_state = 'cancelled' THEN 'cancelled while running'
+                     WHEN cur.new_state = 'cancelled' THEN {cancelled_while_running}
                      WHEN cur.outcome IN ('retry', 'fail') THEN cur.error
                      ELSE j.error END,
         due = CASE WHEN cur.new_state = 'pending' AND cur.outcome IN ('retry', 'snooze')
@@ -239,13 +245,9 @@ upd AS (
 ),
 ex AS (
     UPDATE {executions} e SET ended_at = t.now, error = cur.error,
-        outcome = COALESCE(cur.execution,
-            CASE WHEN cur.new_state = 'cancelled' THEN 'cancelled'
-                 WHEN cur.outcome = 'done' THEN 'done'
-                 WHEN cur.outcome = 'retry' THEN 'error'
-                 WHEN cur.outcome = 'fail' THEN 'failed'
-                 WHEN cur.outcome = 'snooze' THEN 'snoozed'
-                 ELSE 'handed back' END)
+        outcome = COALESCE(cur.execution,  -- rules.execution_outcome
+            CASE WHEN cur.new_state = 'cancelled' THEN {outcome_cancelled}
+                 ELSE CASE cur.outcome {execution_outcomes} END END)
     FROM cur, t
     WHERE e.job_id = cur.id AND e.ended_at IS NULL
 )
@@ -279,15 +281,15 @@ cur AS (
 {end_leases}
 
 -- name: end_leases
--- The shared tail of end_expired and end_holders (JOB-04, DUR-02).
+-- The shared tail of end_expired and end_holders (JOB-04, DUR-02): rules.lease_ended.
 upd AS (
     UPDATE {jobs} j SET
         state = CASE WHEN j.cancel_requested THEN 'cancelled'
                      WHEN j.attempts >= j.max_attempts THEN 'failed'
                      ELSE 'pending' END,
-        error = CASE WHEN j.cancel_requested THEN 'cancelled while running'
+        error = CASE WHEN j.cancel_requested THEN {cancelled_while_running}
                      WHEN j.attempts >= j.max_attempts
-                     THEN %(outcome)s || ' on attempt ' || j.attempts || ' of ' || j.max_attempts
+                     THEN format({attempts_used}, %(outcome)s::text, j.attempts, j.max_attempts)
                      ELSE j.error END,
         finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts
                            THEN t.now END,
@@ -336,13 +338,13 @@ tree(id, parent, reason) AS (
     JOIN {deps} d ON d.parent_id = r.id
     JOIN {jobs} j ON j.id = d.job_id AND j.state = 'blocked'
     UNION
-    SELECT d.job_id, tr.id, 'was cancelled' FROM tree tr
+    SELECT d.job_id, tr.id, {reason_cancelled} FROM tree tr
     JOIN {deps} d ON d.parent_id = tr.id
     JOIN {jobs} j ON j.id = d.job_id AND j.state = 'blocked'
 ),
 pick AS (SELECT DISTINCT ON (id) id, parent, reason FROM tree ORDER BY id, parent)
 UPDATE {jobs} j SET state = 'cancelled',
-    error = 'cancelled: job ' || pick.parent || ' it runs after ' || pick.reason,
+    error = format({dependency_cancelled}, pick.parent, pick.reason),  -- rules.dependency_error
     finished_at = t.now, expires_at = t.now + j.keep
 FROM pick, t
 WHERE j.id = pick.id AND j.state = 'blocked'
@@ -395,7 +397,7 @@ SELECT {jcols}, t.now,
         WHERE o.queue = j.queue AND o.state = 'pending' AND o.due <= GREATEST(t.now, j.due)
           AND (o.priority > j.priority OR (o.priority = j.priority AND (o.due < j.due
                OR (o.due = j.due AND o.seq < j.seq))))
-    ) END
+    ) END AS ahead
 FROM {jobs} j, t
 WHERE j.id = %(id)s
 
@@ -404,6 +406,7 @@ SELECT attempt, host, pid, started_at, ended_at, outcome, error
 FROM {executions} WHERE job_id = %(id)s ORDER BY id
 
 -- name: jobs
+-- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT {cols}, t.now FROM {jobs}, t
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
@@ -411,10 +414,11 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
        OR (%(state)s::text = 'scheduled' AND state = 'pending' AND due > t.now)
        OR (%(state)s::text = 'waiting' AND state = 'pending' AND due <= t.now)
        OR state = %(state)s::text)
-ORDER BY seq
-LIMIT %(limit)s
+ORDER BY seq * %(direction)s::int
+LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: counts
+-- The reported state: rules.reported_state
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT queue,
     CASE WHEN state = 'pending' AND due > t.now THEN 'scheduled'

@@ -1,5 +1,10 @@
-"""Rows of the PostgreSQL store turned into Job snapshots. Query rows start with the columns of
-sqlfiles.COLUMNS, followed by the operation's clock (`now`)."""
+"""Rows of the PostgreSQL store turned into Job snapshots, their columns found by name.
+
+A snapshot query returns the columns of sqlfiles.COLUMNS first (the `{cols}` / `{jcols}`
+placeholders write that list, so the SQL and the indices below follow one tuple), then a tail
+of its own, named by `tail()` beside the code that reads it. Indices are computed once, at
+import: reading a row by them costs what a tuple index costs, where a row factory (namedtuple,
+dict) would build an object per row on the worker's hot path."""
 
 from __future__ import annotations
 
@@ -7,50 +12,65 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ...job import BLOCKED, RUNNING, SCHEDULED, WAITING, Execution, Job
+from ...job import Execution, Job
+from ..rules import reported_state
 from .sqlfiles import COLUMNS
 
 NCOLS = len(COLUMNS)
+_AT = {name: i for i, name in enumerate(COLUMNS)}
+
+ID = _AT["id"]
+TASK = _AT["task"]
+QUEUE = _AT["queue"]
+PAYLOAD = _AT["payload"]
+STATE = _AT["state"]
+PRIORITY = _AT["priority"]
+ATTEMPTS = _AT["attempts"]
+MAX_ATTEMPTS = _AT["max_attempts"]
+DUE = _AT["due"]
+CREATED_AT = _AT["created_at"]
+STARTED_AT = _AT["started_at"]
+FINISHED_AT = _AT["finished_at"]
+ERROR = _AT["error"]
+RESULT = _AT["result"]
+KEY = _AT["key"]
+GRP = _AT["grp"]
+AFTER_IDS = _AT["after_ids"]
+CANCEL_REQUESTED = _AT["cancel_requested"]
 
 
-def reported_state(state: str, due: float, now: float) -> str:
-    if state == "pending":
-        return SCHEDULED if due > now else WAITING
-    return state
+def tail(*names: str) -> dict[str, int]:
+    """The indices of the columns a query returns after COLUMNS, by name, in its SELECT order."""
+    return {name: NCOLS + i for i, name in enumerate(names)}
 
 
 def to_job(row: Sequence[Any], now: float, created: bool = True, ahead: int | None = None) -> Job:
     """A Job from a row starting with COLUMNS."""
-    (id_, task, queue, payload, state, priority, attempts, max_attempts, due, created_at,
-     started_at, finished_at, error, result, key, grp, after_ids, cancel_requested,
-     _seq) = row[:NCOLS]  # fmt: skip
+    result = row[RESULT]
     return Job(
-        id=id_,
-        task=task,
-        queue=queue,
-        args=json.loads(payload),
-        state=reported_state(state, due, now),
-        priority=priority,
-        attempts=attempts,
-        max_attempts=max_attempts,
-        due_at=due,
-        created_at=created_at,
-        started_at=started_at,
-        finished_at=finished_at,
-        error=error,
+        id=row[ID],
+        task=row[TASK],
+        queue=row[QUEUE],
+        args=json.loads(row[PAYLOAD]),
+        state=reported_state(row[STATE], row[DUE], now),
+        priority=row[PRIORITY],
+        attempts=row[ATTEMPTS],
+        max_attempts=row[MAX_ATTEMPTS],
+        due_at=row[DUE],
+        created_at=row[CREATED_AT],
+        started_at=row[STARTED_AT],
+        finished_at=row[FINISHED_AT],
+        error=row[ERROR],
         result=None if result is None else json.loads(result),
-        key=key,
-        group=grp,
-        after=tuple(after_ids or ()),
+        key=row[KEY],
+        group=row[GRP],
+        after=tuple(row[AFTER_IDS] or ()),
         ahead=ahead,
         created=created,
-        cancel_requested=bool(cancel_requested),
+        cancel_requested=bool(row[CANCEL_REQUESTED]),
     )
 
 
 def to_execution(row: Sequence[Any]) -> Execution:
-    attempt, host, pid, started_at, ended_at, outcome, error = row
-    return Execution(attempt, host, pid, started_at, ended_at, outcome, error)
-
-
-__all__ = ["BLOCKED", "RUNNING", "NCOLS", "reported_state", "to_execution", "to_job"]
+    """An Execution from a row of the `executions` query (its columns are Execution's fields)."""
+    return Execution(*row)

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...job import bound_error
+from ...job import DONE, bound_error
 from ..base import Settlement
-
-_REASON = {"failed": "failed", "cancelled": "was cancelled"}
+from ..rules import DEPENDENCY_REASONS, PENDING
 
 
 def follow_up(
@@ -22,22 +21,23 @@ def follow_up(
     done jobs, cancel those of failed and cancelled ones (recursively, on record), and notify
     return the queues that have jobs due again, to notify after commit. Runs in the
     caller's transaction."""
-    queues = {queue for _, state, queue, _ in ended if state == "pending"}
-    done = [job_id for job_id, state, _, deps in ended if deps and state == "done"]
-    dead = [(job_id, _REASON[state]) for job_id, state, _, deps in ended
-            if deps and state in _REASON]  # fmt: skip
+    queues = {queue for _, state, queue, _ in ended if state == PENDING}
+    done = [job_id for job_id, state, _, deps in ended if deps and state == DONE]
+    dead = [(job_id, state) for job_id, state, _, deps in ended if deps and state in DEPENDENCY_REASONS]
     if done:
         # Lock the dependents first: two parents ending at once then see each other's commit.
         cur.execute(q["lock_dependents"], {"ids": done})
         cur.execute(q["unblock"], {"now": now, "ids": done})
         queues.update(row[0] for row in cur.fetchall())
     if dead:
-        cascade(cur, q, now, [i for i, _ in dead], [r for _, r in dead])
+        cascade(cur, q, now, [i for i, _ in dead], [s for _, s in dead])
     return queues
 
 
-def cascade(cur: Any, q: dict[str, str], now: float | None, ids: list, reasons: list) -> None:
-    """Cancel, on record, the blocked jobs that run after `ids` (and theirs, recursively)."""
+def cascade(cur: Any, q: dict[str, str], now: float | None, ids: list[str], states: list[str]) -> None:
+    """Cancel, on record, the blocked jobs that run after `ids`, which ended in `states` (failed
+    or cancelled), and theirs, recursively (rules.dependency_error)."""
+    reasons = [DEPENDENCY_REASONS[state] for state in states]
     cur.execute(q["cascade_cancel"], {"now": now, "ids": ids, "reasons": reasons})
 
 
@@ -70,10 +70,13 @@ def finish(
 
     When `retrying`, an earlier try may have committed: a settlement whose token is the job's
     last settled token counts as applied (settlement is idempotent by lease token)."""
-    rows = cur.fetchall()
-    applied = [row[1] is not None for row in rows]
-    ended = [(settlements[i].job_id, row[1], row[2], row[3])
-             for i, row in enumerate(rows) if row[1] is not None]  # fmt: skip
+    rows = cur.fetchall()  # (ordinal, new state, queue, has dependents); state None: not applied
+    applied = [state is not None for _, state, _, _ in rows]
+    ended = [
+        (s.job_id, state, queue, deps)
+        for s, (_, state, queue, deps) in zip(settlements, rows, strict=True)
+        if state is not None
+    ]
     due_again = follow_up(cur, q, now, ended)
     if retrying and not all(applied):
         cur.execute(q["settled_before"], {"ids": [s.job_id for s in settlements]})
@@ -89,5 +92,5 @@ def end_leases(
     waiting, or fail when they used their attempts, or end cancelled (JOB-04, DUR-02). Returns
     how many, and the queues to notify after commit."""
     cur.execute(q[name], {"now": now, **params})
-    ended = [(row[0], row[1], row[2], row[3]) for row in cur.fetchall()]
+    ended = [(job_id, state, queue, deps) for job_id, state, queue, deps in cur.fetchall()]
     return len(ended), follow_up(cur, q, now, ended)

@@ -1,7 +1,9 @@
 """The SQL of the PostgreSQL store, read from the `.sql` files beside this module.
 
 Statements are written with `{jobs}`-style placeholders, filled here with psycopg.sql so that
-the schema name is always a quoted identifier, never pasted text."""
+the schema name is always a quoted identifier, never pasted text; the texts of
+tinyjobs/stores/rules.py (`{cancelled_while_running}`, ...) are filled in as literals, so that
+the SQL reads them from their one home."""
 
 from __future__ import annotations
 
@@ -11,12 +13,31 @@ from importlib import resources
 
 from psycopg import sql
 
+from ...job import CANCELLED, OUTCOME_CANCELLED
+from .. import rules
+
 # The job columns every snapshot query returns first, in this order (see rows.py).
 COLUMNS = (
-    "id", "task", "queue", "payload", "state", "priority", "attempts", "max_attempts", "due",
-    "created_at", "started_at", "finished_at", "error", "result", "key", "grp", "after_ids",
-    "cancel_requested", "seq",
-)  # fmt: skip
+    "id",
+    "task",
+    "queue",
+    "payload",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "due",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "error",
+    "result",
+    "key",
+    "grp",
+    "after_ids",
+    "cancel_requested",
+    "seq",
+)
 TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders")
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -42,7 +63,33 @@ def placeholders(schema: str) -> dict[str, sql.Composable]:
     values["seq"] = sql.SQL("{}::regclass").format(sql.Literal(seq_name))
     values["cols"] = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
     values["jcols"] = sql.SQL(", ").join(sql.Identifier("j", c) for c in COLUMNS)
+    values.update(rule_values())
     return values
+
+
+def rule_values() -> dict[str, sql.Composable]:
+    """The placeholders of rules.py's texts: quoted literals (their printf-style `%s` read by
+    SQL's format()), and `{execution_outcomes}`, the WHEN arms of `CASE <settlement outcome>`."""
+    arms = " ".join(
+        f"WHEN {_literal(outcome)} THEN {_literal(recorded)}"
+        for outcome, recorded in rules.EXECUTION_OUTCOMES.items()
+    )
+    texts = {
+        "cancelled_while_running": rules.CANCELLED_WHILE_RUNNING,
+        "attempts_used": rules.ATTEMPTS_USED,
+        "dependency_cancelled": rules.DEPENDENCY_CANCELLED,
+        "reason_cancelled": rules.DEPENDENCY_REASONS[CANCELLED],
+        "outcome_cancelled": OUTCOME_CANCELLED,
+    }
+    values: dict[str, sql.Composable] = {k: sql.SQL(_literal(v)) for k, v in texts.items()}
+    values["execution_outcomes"] = sql.SQL(arms)
+    return values
+
+
+def _literal(text: str) -> str:
+    """`text` as an SQL string literal inside a statement that psycopg will read for its
+    %(name)s parameters, so with every `%` doubled."""
+    return sql.Literal(text).as_string(None).replace("%", "%%")
 
 
 def compose(text: str, schema: str) -> str:

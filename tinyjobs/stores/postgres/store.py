@@ -11,10 +11,11 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.rows import class_row
 
 from ...errors import NotSupported, StoreError
 from ...holder import Holder
-from ...job import Job
+from ...job import CANCELLED, OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Execution, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import claims, settle
 from .config import Settings
@@ -22,10 +23,13 @@ from .connection import Connections
 from .enqueue import enqueue as enqueue_tx
 from .enqueue import existing, read_one, send_one
 from .listen import Listener
-from .rows import NCOLS, to_execution, to_job
+from .rows import tail, to_job
 from .sqlfiles import queries
 
 T = TypeVar("T")
+# The columns `get` returns after COLUMNS, and those of `jobs`.
+GOT = tail("now", "ahead")
+LISTED = tail("now")
 
 
 class PostgresStore:
@@ -205,7 +209,7 @@ class PostgresStore:
         """Return expired leases' jobs to waiting (or failed, or cancelled); one transaction."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple[int, set[str]]:
-            params = {"limit": limit, "outcome": "lease expired"}
+            params = {"limit": limit, "outcome": OUTCOME_LEASE_EXPIRED}
             return settle.end_leases(cur, self.q, "end_expired", params, now)
 
         count, due_again = self._run(op)
@@ -221,7 +225,7 @@ class PostgresStore:
             return 0
 
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple[int, set[str]]:
-            params = {"holders": [h.id for h in holders], "outcome": "worker lost"}
+            params = {"holders": [h.id for h in holders], "outcome": OUTCOME_WORKER_LOST}
             return settle.end_leases(cur, self.q, "end_holders", params, now)
 
         count, due_again = self._run(op)
@@ -234,12 +238,13 @@ class PostgresStore:
 
         def op(cur: psycopg.Cursor, retrying: bool) -> bool:
             cur.execute(self.q["cancel"], {"id": job_id, "channel": self._channel})
-            row = cur.fetchone()
+            row = cur.fetchone()  # (marked, deleted, queue, notified), or None: nothing to cancel
             if row is None:
                 return False
-            if row[1]:
+            _marked, deleted, _queue, _notified = row
+            if deleted:
                 cur.execute(self.q["forget"], {"ids": [job_id]})
-                settle.cascade(cur, self.q, now, [job_id], ["was cancelled"])
+                settle.cascade(cur, self.q, now, [job_id], [CANCELLED])
             return True
 
         return self._run(op, idempotent=False)
@@ -260,10 +265,11 @@ class PostgresStore:
             row = cur.fetchone()
             if row is None:
                 return None
-            job = to_job(row, row[NCOLS], ahead=row[NCOLS + 1])
+            job = to_job(row, row[GOT["now"]], ahead=row[GOT["ahead"]])
             if executions:
+                cur.row_factory = class_row(Execution)  # its columns are named as the fields
                 cur.execute(self.q["executions"], {"id": job_id})
-                job.executions = [to_execution(r) for r in cur.fetchall()]
+                job.executions = cur.fetchall()
             return job
 
         return self._run(op, write=False)
@@ -274,9 +280,12 @@ class PostgresStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
         params = {"now": now, "state": state, "queue": queue, "limit": limit}
-        return [to_job(row, row[NCOLS]) for row in self._one("jobs", params)]
+        params.update(direction=-1 if newest else 1, offset=int(offset))
+        return [to_job(row, row[LISTED["now"]]) for row in self._one("jobs", params)]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -10,7 +10,7 @@ from .store import RedisStore
 __all__ = ["RedisStore", "open"]
 
 
-def open(url: str, **options: Any) -> RedisStore:  # noqa: A001  (the stores' common entry point)
+def open(url: str, **options: Any) -> RedisStore:
     """The store a Redis URL names. ConfigError for a bad URL, StoreUnavailable when the server
     cannot be reached; both messages mask the password."""
     return RedisStore(url, **options)

@@ -1,4 +1,8 @@
--- _lib.lua: helpers shared by every operation script; prepended to each script at load time.
+-- _lib.lua: helpers shared by every operation script; prepended to each script at load time,
+-- after the prelude that scripts.py generates from tinyjobs/stores/rules.py (CANCELLED_WHILE_RUNNING,
+-- ATTEMPTS_USED, DEPENDENCY_CANCELLED, DEPENDENCY_REASONS, EXECUTION_OUTCOMES, ...). The texts
+-- come from there; the decisions below copy rules.py's functions, since Lua cannot call them,
+-- and tests/contract/test_store_rules.py holds them to it.
 --
 -- KEYS[1] of every script is P .. ':seq', which names the prefix P = '{<prefix>}'. Every key
 -- below starts with P, so all keys of one store hash to one slot (Redis Cluster-ready).
@@ -202,8 +206,10 @@ local function release_dependents(id, now)
   redis.call('DEL', dk)
 end
 
--- Blocked jobs that run after `id` (failed or cancelled) are cancelled on record, recursively.
-local function cancel_dependents(id, why, now)
+-- Blocked jobs that run after `id`, which ended in `state` (failed or cancelled), are cancelled
+-- on record, recursively (rules.dependency_error).
+local function cancel_dependents(id, state, now)
+  local err = string.format(DEPENDENCY_CANCELLED, id, DEPENDENCY_REASONS[state])
   local dk = P .. ':deps:' .. id
   local children = redis.call('SMEMBERS', dk)
   redis.call('DEL', dk)
@@ -211,7 +217,7 @@ local function cancel_dependents(id, why, now)
     local cj = load(child)
     if cj and cj.st == 'blocked' then
       index('blocked', cj.q, cj.s, child, -1)
-      finalize(child, cj, 'cancelled', 'cancelled: job ' .. id .. ' it runs after ' .. why, now)
+      finalize(child, cj, 'cancelled', err, now)
     end
   end
 end
@@ -232,7 +238,7 @@ finalize = function(id, j, state, err, now)
     redis.call('HDEL', jk(id), 'e')
     if j.hd then release_dependents(id, now) end
   elseif j.hd then
-    cancel_dependents(id, state == 'failed' and 'failed' or 'was cancelled', now)
+    cancel_dependents(id, state, now)
   end
 end
 
@@ -274,26 +280,28 @@ local function close_exec(id, now, outcome, err)
   redis.call('RPUSH', P .. ':exec:' .. id, cjson.encode({n = num(now), o = outcome, r = err}))
 end
 
--- A lease that ended without settlement (reap: 'lease expired', end_leases: 'worker lost').
+-- A lease that ended without settlement (reap: OUTCOME_LEASE_EXPIRED, end_leases:
+-- OUTCOME_WORKER_LOST): rules.lease_ended.
 local function end_lease(id, j, outcome, now)
   close_exec(id, now, outcome, nil)
   clear_lease(id, j)
   if j.c == '1' then
-    finalize(id, j, 'cancelled', 'cancelled while running', now)
+    finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)
   elseif tonumber(j.a) >= tonumber(j.ma) then
-    finalize(id, j, 'failed', outcome .. ' on attempt ' .. j.a .. ' of ' .. j.ma, now)
+    finalize(id, j, 'failed', string.format(ATTEMPTS_USED, outcome, j.a, j.ma), now)
   else
     place(id, j, tonumber(j.d), now)
   end
 end
 
--- Which parent (if any) already failed or was cancelled, and which ones are not done yet.
+-- Which parent (if any) already failed or was cancelled, and which ones are not done yet
+-- (rules.initial_state).
 local function parents_of(after)
   local unmet, why, blocker = {}, nil, nil
   for _, pid in ipairs(after) do
     local pst = redis.call('HGET', jk(pid), 'st')
-    if (pst == 'failed' or pst == 'cancelled') and not why then
-      why, blocker = (pst == 'failed') and 'failed' or 'was cancelled', pid
+    if DEPENDENCY_REASONS[pst] and not why then
+      why, blocker = DEPENDENCY_REASONS[pst], pid
     elseif pst ~= 'done' then
       table.insert(unmet, pid)
     end
@@ -332,7 +340,7 @@ local function enqueue_one(a, now)
   redis.call('SADD', P .. ':queues', q)
   local unmet, why, blocker = parents_of((a[10] ~= '') and cjson.decode(a[10]) or {})
   if why then
-    local err = 'cancelled: job ' .. blocker .. ' it runs after ' .. why
+    local err = string.format(DEPENDENCY_CANCELLED, blocker, why)
     finalize(id, j, 'cancelled', err, now)
     return {'1', id, 'cancelled', num(due), seq, err}
   end

@@ -13,6 +13,8 @@ from tinyjobs.errors import StoreUnavailable
 from tinyjobs.findings import Finding, failed, not_checked, passed, warned
 from tinyjobs.urls import mask
 
+from .connection import database, no_such_database
+
 NEAR_FULL = 0.9
 _SECTIONS = ("server", "persistence", "memory", "replication")
 
@@ -36,6 +38,7 @@ def audit(url: str) -> list[Finding]:
 
 def _client(url: str) -> redis.Redis:
     """A client for `url`, without the query options that are tinyjobs' own (prefix, ...)."""
+    database(url)  # ConfigError for a database that is not a number
     parts = urlsplit(url)
     known = set(redis.connection.URL_QUERY_ARGUMENT_PARSERS)
     query = [
@@ -59,6 +62,8 @@ def _read_info(client: redis.Redis, url: str) -> tuple[dict | None, str]:
     except redis.exceptions.AuthenticationError as err:
         raise StoreUnavailable(f"Redis at {mask(url)} refused us: {err}") from None
     except redis.exceptions.ResponseError as err:
+        if (refused := no_such_database(url, err)) is not None:
+            raise refused from None
         if "unknown command" in str(err).lower():
             return None, f"INFO is disabled or renamed: {err}"
         raise StoreUnavailable(f"Redis at {mask(url)} refused INFO: {err}") from None
@@ -69,9 +74,15 @@ def _read_info(client: redis.Redis, url: str) -> tuple[dict | None, str]:
 
 def _all_not_checked(reason: str) -> list[Finding]:
     settings = (
-        "appendonly", "appendfsync", "aof_last_write_status", "aof_last_bgrewrite_status",
-        "rdb_last_bgsave_status", "maxmemory-policy", "used_memory", "role",
-    )  # fmt: skip
+        "appendonly",
+        "appendfsync",
+        "aof_last_write_status",
+        "aof_last_bgrewrite_status",
+        "rdb_last_bgsave_status",
+        "maxmemory-policy",
+        "used_memory",
+        "role",
+    )
     remedy = "grant the check's user INFO (+info) and CONFIG GET (+config|get)"
     return [not_checked(s, reason, remedy) for s in settings]
 
@@ -109,11 +120,16 @@ def _persistence(info: dict, appendfsync: Finding) -> list[Finding]:
     out = []
     if info.get("aof_enabled") in (1, "1"):
         out.append(passed("appendonly", "yes"))
+        out.append(appendfsync)
+        out.append(_status(info, "aof_last_write_status", True, "free disk space in Redis's dir"))
+        out.append(_status(info, "aof_last_bgrewrite_status", False, "disk space, fork memory"))
     else:
         out.append(failed("appendonly", f"aof_enabled={info.get('aof_enabled')}", aof_remedy))
-    out.append(appendfsync)
-    out.append(_status(info, "aof_last_write_status", True, "free disk space in Redis's dir"))
-    out.append(_status(info, "aof_last_bgrewrite_status", False, "disk space, fork memory"))
+        # The AOF's own items mean nothing without an AOF: not applicable, neither PASS nor WARN.
+        out += [
+            not_checked(name, "not applicable: appendonly is off, there is no AOF")
+            for name in ("appendfsync", "aof_last_write_status", "aof_last_bgrewrite_status")
+        ]
     out.append(_status(info, "rdb_last_bgsave_status", True, "free disk space in Redis's dir"))
     if info.get("loading") in (1, "1"):
         out.append(warned("loading", "the server is loading its data", "re-run check"))

@@ -15,7 +15,7 @@ end
 if j.st == 'pending' or j.st == 'blocked' then
   delete(id, j)
   if j.hd then
-    cancel_dependents(id, 'was cancelled', now)
+    cancel_dependents(id, 'cancelled', now)
   end
   flush()
   return 1

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ...job import SCHEDULED, WAITING, Execution, Job, bound_error
+from ...job import Execution, Job, bound_error
 from ..base import NewJob, QueuePolicy, Settlement
+from ..rules import created_snapshot, reported_state
 
 
 def _text(value: Any) -> str:
@@ -81,12 +82,6 @@ def pairs(flat: Sequence[str] | dict) -> dict[str, str]:
     return dict(zip(flat[0::2], flat[1::2], strict=True))
 
 
-def reported(stored: str, due: float, now: float) -> str:
-    if stored == "pending":
-        return SCHEDULED if due > now else WAITING
-    return stored
-
-
 def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) -> Job:
     """A Job snapshot from a job hash."""
     due = float(h["d"])
@@ -95,7 +90,7 @@ def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) 
         task=h["t"],
         queue=h["q"],
         args=json.loads(h["p"]),
-        state=reported(h["st"], due, now),
+        state=reported_state(h["st"], due, now),
         priority=int(h["pr"]),
         attempts=int(h["a"]),
         max_attempts=int(h["ma"]),
@@ -116,24 +111,7 @@ def from_hash(job_id: str, h: dict[str, str], now: float, created: bool = True) 
 def from_new(job: NewJob, reply: list[Any], now: float) -> Job:
     """The snapshot of a job that enqueue just created, from its NewJob and the script's reply
     ['1', id, stored state, due, seq, error]."""
-    due = float(reply[3])
-    state = reply[2]
-    return Job(
-        id=job.id,
-        task=job.task,
-        queue=job.queue,
-        args=json.loads(job.payload),
-        state=reported(state, due, now),
-        priority=int(job.priority),
-        max_attempts=int(job.max_attempts),
-        due_at=due,
-        created_at=now,
-        finished_at=now if state == "cancelled" else None,
-        error=reply[5] or None,
-        key=job.key,
-        group=job.group,
-        after=tuple(dict.fromkeys(job.after)),
-    )
+    return created_snapshot(job, float(reply[3]), now, reply[2], reply[5] or None)
 
 
 def executions(entries: Sequence[str]) -> list[Execution]:

@@ -30,9 +30,10 @@ RETRY_FOR = 15.0  # seconds a safe call keeps retrying while the server is down 
 def parse(url: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """(client URL without our options, key prefix, client keyword options); ConfigError when
     the URL or the prefix makes no sense."""
-    scheme, _netloc, _path, query = split(url)
+    scheme, _netloc, path, query = split(url)
     if scheme not in SCHEMES:
         raise ConfigError(f"store URL {mask(url)!r}: a Redis URL starts with redis://, rediss:// or unix://")
+    database(url)
     prefix = str(options.pop("prefix", query.pop("prefix", DEFAULT_PREFIX)))
     if not prefix or any(c in prefix for c in "{}\t\n "):
         raise ConfigError(
@@ -44,12 +45,38 @@ def parse(url: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     return client_url, prefix, options
 
 
+def database(url: str) -> int:
+    """The database index a Redis URL names (its path, else `?db=`, else 0); ConfigError when it
+    is not a whole number (redis-py would silently use 0)."""
+    scheme, _netloc, path, query = split(url)
+    text = query.get("db", "") if scheme == "unix" else (path.strip("/") or query.get("db", ""))
+    if text == "":
+        return 0
+    if not text.isdigit():
+        raise ConfigError(
+            f"store URL {mask(url)!r}: the database must be a number such as redis://host:6379/0, "
+            f"got {text!r}"
+        )
+    return int(text)
+
+
+def no_such_database(url: str, err: Exception) -> ConfigError | None:
+    """A ConfigError naming the database when `err` says the server has no such index."""
+    if "DB index is out of range" not in str(err):
+        return None
+    return ConfigError(
+        f"store URL {mask(url)!r}: the server has no database {database(url)} (its `databases` "
+        "setting allows fewer; the default is 16: 0 to 15)"
+    )
+
+
 class Connection:
     """The clients of one store: a command client per thread (one connection each, which spares
     the pool's checks on every call), and a pooled `blocking` client for wait()."""
 
     def __init__(self, url: str, **options: Any) -> None:
         self.masked = mask(url)
+        self.url = url
         self.client_url, self.prefix, self.options = parse(url, dict(options))
         self._lock = threading.Lock()
         self._pid = -1
@@ -69,6 +96,11 @@ class Connection:
             return redis.Redis.from_url(self.client_url, **settings)
         except (ValueError, TypeError) as err:
             raise ConfigError(f"store URL {self.masked!r}: {err}") from None
+        except redis.ResponseError as err:  # a single-connection client connects at once
+            refused = no_such_database(self.url, err)
+            if refused is None:
+                raise
+            raise refused from None
 
     def _build(self) -> None:
         self._local = threading.local()
@@ -106,6 +138,11 @@ class Connection:
         while True:
             try:
                 return fn(self.client())
+            except redis.ResponseError as err:
+                refused = no_such_database(self.url, err)
+                if refused is None:
+                    raise
+                raise refused from None
             except (redis.ConnectionError, redis.TimeoutError) as err:
                 repeatable = safe or _never_sent(err)
                 if not repeatable or time.monotonic() + delay > deadline:

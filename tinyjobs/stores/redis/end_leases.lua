@@ -12,7 +12,7 @@ for i = 2, #ARGV do
   for _, id in ipairs(redis.call('SMEMBERS', P .. ':hold:' .. ARGV[i])) do
     local j = load(id)
     if j and j.st == 'running' and j.h == ARGV[i] then
-      end_lease(id, j, 'worker lost', now)
+      end_lease(id, j, OUTCOME_WORKER_LOST, now)
       n = n + 1
     else
       redis.call('SREM', P .. ':hold:' .. ARGV[i], id)

@@ -8,8 +8,8 @@
 --   priority, delay, at, key, group, after (JSON array), max attempts, dedupe, keep ('' = none)
 --   (one JSON argument costs the client far less than 13 per job)
 -- Returns the JSON text of {now, result per job} (see enqueue_one; one string is far cheaper
--- for the client to read than nested arrays), or {'!', id} when an `after` id does not
--- exist: then nothing of the batch was written.
+-- for the client to read than nested arrays), or {'!', parent id, job id} when an `after` id
+-- does not exist: then nothing of the batch was written.
 local now = clock(ARGV[1])
 local jobs = cjson.decode(ARGV[2])
 local seen = {}
@@ -17,7 +17,7 @@ for _, a in ipairs(jobs) do
   if a[10] ~= '' then
     for _, pid in ipairs(cjson.decode(a[10])) do
       if not seen[pid] and redis.call('EXISTS', jk(pid)) == 0 then
-        return {'!', pid}
+        return {'!', pid, a[1]}
       end
     end
   end

@@ -3,10 +3,12 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:queues,
 --   P:q:<q>:ready|sched|run, P:st:<state>, P:job:<id> (reads only)
--- ARGV: now ('' = server TIME), state ('' = all; also 'pending'), queue ('' = all), limit
+-- ARGV: now ('' = server TIME), state ('' = all; also 'pending'), queue ('' = all), limit,
+--   newest ('1' = newest first), offset (rows of that order skipped)
 -- Returns the JSON text of {now, {{id, flat job hash}, ...}}.
 local now = clock(ARGV[1])
 local want, wq, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local newest, offset = ARGV[5] == '1', tonumber(ARGV[6] or '0')
 local function wants(s)
   return want == '' or want == s or (want == 'pending' and (s == 'waiting' or s == 'scheduled'))
 end
@@ -33,7 +35,8 @@ for _, q in ipairs(queues) do
 end
 for _, st in ipairs({'blocked', 'done', 'failed', 'cancelled'}) do
   if wants(st) then
-    local stop = (wq == '') and limit - 1 or -1
+    -- Oldest first from the start needs only the first `limit` of each; any other view, all.
+    local stop = (wq == '' and not newest and offset == 0) and limit - 1 or -1
     local flat = redis.call('ZRANGE', P .. ':st:' .. st, 0, stop, 'WITHSCORES')
     for i = 1, #flat, 2 do
       if wq == '' or redis.call('HGET', jk(flat[i]), 'q') == wq then
@@ -42,9 +45,13 @@ for _, st in ipairs({'blocked', 'done', 'failed', 'cancelled'}) do
     end
   end
 end
-table.sort(rows, function(x, y) return x[1] < y[1] end)
+if newest then
+  table.sort(rows, function(x, y) return x[1] > y[1] end)
+else
+  table.sort(rows, function(x, y) return x[1] < y[1] end)
+end
 local out = {}
-for i = 1, math.min(limit, #rows) do
+for i = offset + 1, math.min(offset + limit, #rows) do
   local flat = redis.call('HGETALL', jk(rows[i][2]))
   if #flat > 0 then
     table.insert(out, {rows[i][2], flat})

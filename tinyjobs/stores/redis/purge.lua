@@ -9,11 +9,10 @@
 -- Returns how many jobs.
 local now = clock(ARGV[1])
 local n = 0
-local FINAL = {done = true, failed = true, cancelled = true}
 local expired = redis.call('ZRANGEBYSCORE', P .. ':expiry', '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[2]))
 for _, id in ipairs(expired) do
   local j = load(id)
-  if j and FINAL[j.st] then
+  if j and STORED_FINAL[j.st] then
     delete(id, j)
     n = n + 1
   else

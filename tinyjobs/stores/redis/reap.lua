@@ -12,7 +12,7 @@ local expired = redis.call('ZRANGEBYSCORE', P .. ':leases', '-inf', num(now), 'L
 for _, id in ipairs(expired) do
   local j = load(id)
   if j and j.st == 'running' then
-    end_lease(id, j, 'lease expired', now)
+    end_lease(id, j, OUTCOME_LEASE_EXPIRED, now)
     n = n + 1
   else
     redis.call('ZREM', P .. ':leases', id)

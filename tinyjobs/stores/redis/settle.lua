@@ -11,11 +11,12 @@
 --   ('' = none)
 -- Returns 1 (applied) or 0 (lease lost) per settlement.
 local now = clock(ARGV[1])
-local EXEC = {done = 'done', retry = 'error', snooze = 'snoozed', fail = 'failed', handback = 'handed back'}
 
+-- rules.settled_state, in Lua: done wins over a cancellation asked meanwhile, which wins over
+-- the rest; fail, and retry on the last attempt, fail for good; the rest wait again.
 local function apply(id, j, oc, res, err, delay)
   if j.c == '1' and oc ~= 'done' then
-    finalize(id, j, 'cancelled', 'cancelled while running', now)
+    finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)
   elseif oc == 'done' then
     if res then redis.call('HSET', jk(id), 'r', res) end
     finalize(id, j, 'done', nil, now)
@@ -25,7 +26,7 @@ local function apply(id, j, oc, res, err, delay)
     if err then redis.call('HSET', jk(id), 'e', err) end
     place(id, j, now + delay, now)
   else
-    redis.call('HINCRBY', jk(id), 'a', -1)  -- snooze and handback give the attempt back
+    redis.call('HINCRBY', jk(id), 'a', -1)  -- GIVES_BACK: snooze and handback
     place(id, j, oc == 'snooze' and now + delay or tonumber(j.d), now)
   end
 end
@@ -40,8 +41,8 @@ for _, a in ipairs(cjson.decode(ARGV[2])) do
     local res, err, ex = a[4], a[5], a[7]
     if res == '' then res = nil end
     if err == '' then err = nil end
-    local eo = EXEC[oc]
-    if j.c == '1' and oc ~= 'done' then eo = 'cancelled' end
+    local eo = EXECUTION_OUTCOMES[oc]  -- rules.execution_outcome
+    if j.c == '1' and oc ~= 'done' then eo = OUTCOME_CANCELLED end
     close_exec(id, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
     clear_lease(id, j)
     apply(id, j, oc, res, err, tonumber(a[6]))

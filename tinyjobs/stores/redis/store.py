@@ -14,10 +14,11 @@ from typing import Any
 
 import redis
 
-from ...errors import JobNotFound, NotSupported
+from ...errors import NotSupported
 from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
+from ..rules import unknown_parent
 from . import codec
 from .connection import Connection
 from .scripts import Scripts
@@ -61,7 +62,7 @@ class RedisStore:
         packed = json.dumps([codec.job_args(job) for job in jobs], ensure_ascii=False)
         reply = self._run("enqueue", [codec.now_arg(now), packed])
         if isinstance(reply, list):
-            raise JobNotFound(f"job {reply[1]!r} (named in `after`) does not exist; nothing was added")
+            raise unknown_parent(reply[2], reply[1])
         reply = json.loads(reply)
         at = float(reply[0])
         out = []
@@ -157,9 +158,11 @@ class RedisStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
         """One read-only script."""
-        args = [codec.now_arg(now), state or "", queue or "", int(limit)]
+        args = [codec.now_arg(now), state or "", queue or "", int(limit), int(newest), int(offset)]
         reply = json.loads(self._run("jobs", args))
         at = float(reply[0])
         return [codec.from_hash(job_id, codec.pairs(flat), at) for job_id, flat in reply[1]]

@@ -11,7 +11,7 @@ from .store import SQLiteStore
 __all__ = ["SQLiteStore", "open"]
 
 
-def open(url: str, **options: Any) -> SQLiteStore:  # noqa: A001 (the store modules' entry point)
+def open(url: str, **options: Any) -> SQLiteStore:
     """Open (creating if needed) the file a sqlite URL names and migrate its schema.
 
     ConfigError for a URL that names no usable file or an unknown option; StoreUnavailable

@@ -48,13 +48,25 @@ def audit(url: str) -> list[Finding]:
     findings = _option_findings(query)
     if path == ":memory:":
         return findings + [failed("path", ":memory:", "an in-memory database keeps nothing; name a file")]
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        # Nothing can be created there, so nothing there can be judged (the filesystem item
+        # would describe whichever mount holds the nearest existing parent).
+        return findings + [
+            failed(
+                "database",
+                f"no such directory: {folder} (for {path})",
+                f"create the directory (mkdir -p {folder}) or fix the path, then run "
+                f"tinyjobs migrate {url} and check again",
+            )
+        ]
     if not os.path.exists(path):
         findings.append(
             failed(
                 "database",
                 f"no such database: {path}",
-                "check the path; tinyjobs creates the file (in WAL mode) when it first opens "
-                "it, then re-run check",
+                f"create it with: tinyjobs migrate {url} (tinyjobs also creates it, in WAL mode, "
+                "when it first opens it); then check again",
             )
         )
         findings += [not_checked(s, "no database file") for s in ("journal_mode", "synchronous")]

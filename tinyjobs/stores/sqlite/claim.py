@@ -36,9 +36,9 @@ def claim_jobs(
     for name, seqs in by_queue.items():
         lease = queues[name].lease
         params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
-        rows.extend(conn.execute(Q["claim_jobs"], params).fetchall())
+        rows.extend(conn.execute(Q["claim"], params).fetchall())
     conn.executemany(
-        Q["insert_execution"],
+        Q["claim_execution"],
         [
             (
                 row["seq"],
@@ -54,7 +54,7 @@ def claim_jobs(
     )
     steps: dict[int, dict[str, str]] = {}
     seqs_text = as_json(row["seq"] for row in rows)
-    for seq, step, value in conn.execute(Q["steps_of"], (seqs_text,)):
+    for seq, step, value in conn.execute(Q["claim_steps"], (seqs_text,)):
         steps.setdefault(seq, {})[step] = value
     rows.sort(key=lambda row: (-row["priority"], row["due"], row["seq"]))
     return [
@@ -67,12 +67,12 @@ def _queue_room(conn: sqlite3.Connection, policy: QueuePolicy, limit: int, now: 
     """How many jobs the queue may start now: `limit` cut by concurrency and rate."""
     room = limit
     if policy.concurrency is not None:
-        running = conn.execute(Q["running_count"], (policy.name,)).fetchone()[0]
+        running = conn.execute(Q["claim_running"], (policy.name,)).fetchone()[0]
         room = min(room, policy.concurrency - running)
     if policy.rate is not None and room > 0:
         count, period = policy.rate
         params = {"queue": policy.name, "since": now - period, "now": now}
-        started = conn.execute(Q["starts_count"], params).fetchone()[0]
+        started = conn.execute(Q["claim_starts"], params).fetchone()[0]
         room = min(room, count - started)
     return room
 
@@ -86,10 +86,10 @@ def _pick(
     running: dict[str, int] = {}
     starts: dict[str, int] = {}
     if policy.group_concurrency is not None:
-        running = dict(conn.execute(Q["running_groups"], (policy.name,)).fetchall())
+        running = dict(conn.execute(Q["claim_running_groups"], (policy.name,)).fetchall())
     if policy.group_rate is not None:
         params = {"queue": policy.name, "since": now - policy.group_rate[1], "now": now}
-        starts = dict(conn.execute(Q["starts_groups"], params).fetchall())
+        starts = dict(conn.execute(Q["claim_starts_groups"], params).fetchall())
     full = {g for g in set(running) | set(starts) if _is_full(policy, g, running, starts)}
     picks: list[tuple[int, float, int, str]] = []
     taken: list[int] = []
@@ -103,7 +103,7 @@ def _pick(
             "taken": as_json(taken),
             "limit": page,
         }
-        rows = conn.execute(Q["candidates"], params).fetchall()
+        rows = conn.execute(Q["claim_candidates"], params).fetchall()
         for seq, queue, group, priority, due in rows:
             if group is not None and group in full:
                 continue

@@ -2,9 +2,10 @@
 
 Every connection: WAL (checked), `synchronous=FULL` unless the URL asks for NORMAL, a busy
 timeout, and `isolation_level=None` so that the store issues `BEGIN IMMEDIATE` itself: a write
-transaction that starts immediate never fails half-way with SQLITE_BUSY (notes/reliability.md
-§A.2). Connections are per thread, and a connection opened before a fork is abandoned in the
-child, never used nor closed there (closing it would release the parent's POSIX locks).
+transaction that starts immediate never fails half-way with SQLITE_BUSY
+(https://www.sqlite.org/lang_transaction.html, "Read transactions versus write transactions").
+Connections are per thread, and a connection opened before a fork is abandoned in the child,
+never used nor closed there (closing it would release the parent's POSIX locks).
 """
 
 from __future__ import annotations

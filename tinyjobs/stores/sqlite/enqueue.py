@@ -6,12 +6,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from tinyjobs.errors import JobNotFound
-from tinyjobs.job import Job
+from tinyjobs.job import BLOCKED, Job
 from tinyjobs.stores.base import NewJob
+from tinyjobs.stores.rules import PENDING, created_snapshot, holds_id, initial_state, unknown_parent
 
 from .lifecycle import delete_jobs
-from .rows import LIVE, Q, as_json, new_job_row, new_job_snapshot, to_job
+from .rows import Q, as_json, new_job_row, to_job
 
 
 def due_of(job: NewJob, now: float) -> float:
@@ -26,13 +26,13 @@ def enqueue_batch(cur: sqlite3.Cursor, jobs: Sequence[NewJob], now: float) -> li
         # The common case (fresh ids, no key, no dependencies): one executemany, no read-back.
         dues = [due_of(job, now) for job in jobs]
         if len(jobs) == 1:  # execute is cheaper than executemany for one row
-            cur.execute(Q["insert_job"], new_job_row(jobs[0], dues[0], now, "pending", None))
-            return [new_job_snapshot(jobs[0], dues[0], now)]
+            cur.execute(Q["insert_job"], new_job_row(jobs[0], dues[0], now, PENDING, None))
+            return [created_snapshot(jobs[0], dues[0], now)]
         cur.executemany(
             Q["insert_job"],
-            [new_job_row(job, due, now, "pending", None) for job, due in zip(jobs, dues, strict=True)],
+            [new_job_row(job, due, now, PENDING, None) for job, due in zip(jobs, dues, strict=True)],
         )
-        return [new_job_snapshot(job, due, now) for job, due in zip(jobs, dues, strict=True)]
+        return [created_snapshot(job, due, now) for job, due in zip(jobs, dues, strict=True)]
     return [_enqueue_one(cur, job, now) for job in jobs]
 
 
@@ -52,8 +52,7 @@ def _enqueue_one(cur: sqlite3.Cursor, job: NewJob, now: float) -> Job:
     """One job of a batch: an earlier job of the same batch is seen, as it is already written."""
     row = cur.execute(Q["job_by_id"], (job.id,)).fetchone()
     if row is not None:
-        kept = row["state"] == "done" and (row["expires_at"] or 0) > now
-        if row["state"] in LIVE or kept:
+        if holds_id(row["state"], row["expires_at"], now):
             return to_job(row, now, created=False)
         delete_jobs(cur, [row["seq"]])  # failed, cancelled or expired: replaced
     if job.key is not None:
@@ -64,26 +63,21 @@ def _enqueue_one(cur: sqlite3.Cursor, job: NewJob, now: float) -> Job:
     due = due_of(job, now)
     cur.execute(Q["insert_job"], new_job_row(job, due, now, state, error))
     seq = cur.lastrowid
-    if state == "blocked":
+    if state == BLOCKED:
         cur.executemany(Q["insert_dep"], [(parent, seq) for parent in parents])
-    if state == "pending":
-        return new_job_snapshot(job, due, now)
+    if state == PENDING:
+        return created_snapshot(job, due, now)
     return to_job(cur.execute(Q["job_by_id"], (job.id,)).fetchone(), now)
 
 
 def _after(cur: sqlite3.Cursor, job: NewJob) -> tuple[str, str | None, list[int]]:
     """(state, error, parent seqs) of a job from the jobs it runs after (DEP-01)."""
-    state, error, parents = "pending", None, []
+    seqs, states = [], []
     for parent_id in job.after:
         row = cur.execute(Q["job_by_id"], (parent_id,)).fetchone()
         if row is None:
-            raise JobNotFound(
-                f"job {job.id!r} runs after {parent_id!r}, which does not exist; nothing was added"
-            )
-        parents.append(row["seq"])
-        if error is None and row["state"] in ("failed", "cancelled"):
-            why = "failed" if row["state"] == "failed" else "was cancelled"
-            state, error = "cancelled", f"cancelled: job {parent_id} it runs after {why}"
-        elif error is None and row["state"] != "done":
-            state = "blocked"
-    return state, error, parents
+            raise unknown_parent(job.id, parent_id)
+        seqs.append(row["seq"])
+        states.append((parent_id, row["state"]))
+    state, error = initial_state(states)
+    return state, error, seqs

@@ -18,9 +18,27 @@ from pathlib import Path
 MOUNTINFO = "/proc/self/mountinfo"
 
 NETWORK_FS = {
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "smb", "ceph", "9p", "afs", "coda", "ncpfs",
-    "ocfs2", "gfs2", "lustre", "gpfs", "glusterfs", "virtiofs", "fuseblk", "sshfs", "davfs",
-}  # fmt: skip
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "smb",
+    "ceph",
+    "9p",
+    "afs",
+    "coda",
+    "ncpfs",
+    "ocfs2",
+    "gfs2",
+    "lustre",
+    "gpfs",
+    "glusterfs",
+    "virtiofs",
+    "fuseblk",
+    "sshfs",
+    "davfs",
+}
 RAM_FS = {"tmpfs", "ramfs"}
 LAYER_FS = {"overlay", "overlayfs", "aufs"}
 

@@ -8,30 +8,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from tinyjobs.job import (
-    OUTCOME_CANCELLED,
-    OUTCOME_DONE,
-    OUTCOME_ERROR,
-    OUTCOME_FAILED,
-    OUTCOME_HANDED_BACK,
-    OUTCOME_SNOOZED,
-    bound_error,
-)
+from tinyjobs.job import CANCELLED, DONE, FAILED, bound_error
+from tinyjobs.stores import rules
 from tinyjobs.stores.base import Settlement
 
 from .rows import Q, as_json
 
 # Either a Connection or a Cursor: both have execute/executemany.
 Executor = Any
-
-EXECUTION_OUTCOMES = {
-    "done": OUTCOME_DONE,
-    "retry": OUTCOME_ERROR,
-    "snooze": OUTCOME_SNOOZED,
-    "fail": OUTCOME_FAILED,
-    "handback": OUTCOME_HANDED_BACK,
-}
-CANCELLED_RUNNING = "cancelled while running"
 
 
 def delete_jobs(db: Executor, seqs: Sequence[int]) -> None:
@@ -45,15 +29,15 @@ def delete_jobs(db: Executor, seqs: Sequence[int]) -> None:
     db.execute(Q["delete_jobs"], (text,))
 
 
-def cancel_dependents(db: Executor, seq: int, job_id: str, why: str, now: float) -> None:
-    """Cancel, on record, the blocked jobs that run after job `seq` (which failed or was
-    cancelled), and theirs in turn. `why` is "failed" or "was cancelled"."""
-    todo = [(seq, job_id, why)]
+def cancel_dependents(db: Executor, seq: int, job_id: str, state: str, now: float) -> None:
+    """Cancel, on record, the blocked jobs that run after job `seq`, which ended in `state`
+    (failed or cancelled), and theirs in turn."""
+    todo = [(seq, job_id, state)]
     while todo:
-        parent_seq, parent_id, reason = todo.pop()
-        error = f"cancelled: job {parent_id} it runs after {reason}"
+        parent_seq, parent_id, parent_state = todo.pop()
+        error = rules.dependency_error(parent_id, parent_state)
         rows = db.execute(Q["cancel_dependents"], {"error": error, "now": now, "seq": parent_seq}).fetchall()
-        todo.extend((row[0], row[1], "was cancelled") for row in rows)
+        todo.extend((row[0], row[1], CANCELLED) for row in rows)
 
 
 def finish(
@@ -65,7 +49,7 @@ def finish(
     error: str | None = None,
 ) -> None:
     """Make a running job final; release or cancel the jobs that run after it."""
-    expires = now + (row["dedupe"] if state == "done" else row["keep"])
+    expires = rules.expires_at(state, now, row["dedupe"], row["keep"])
     db.execute(
         Q["finish_job"],
         {
@@ -77,11 +61,10 @@ def finish(
             "seq": row["seq"],
         },
     )
-    if state == "done":
+    if state == DONE:
         db.execute(Q["release_dependents"], {"seq": row["seq"], "now": now})
     else:
-        why = "failed" if state == "failed" else "was cancelled"
-        cancel_dependents(db, row["seq"], row["id"], why, now)
+        cancel_dependents(db, row["seq"], row["id"], state, now)
 
 
 def requeue(db: Executor, row: sqlite3.Row, due: float, give_back: int, error: str | None = None) -> None:
@@ -97,37 +80,36 @@ def end_lease(db: Executor, row: sqlite3.Row, outcome: str, now: float) -> None:
     """End a lease nobody will settle ("lease expired" or "worker lost"): the job is cancelled
     if that was asked, fails when it used its attempts, else waits again with its due time."""
     close_execution(db, row["seq"], outcome, None, now)
-    if row["cancel_requested"]:
-        finish(db, row, "cancelled", now, error=CANCELLED_RUNNING)
-    elif row["attempts"] >= row["max_attempts"]:
-        error = f"{outcome} on attempt {row['attempts']} of {row['max_attempts']}"
-        finish(db, row, "failed", now, error=error)
-    else:
+    cancel = bool(row["cancel_requested"])
+    state, error = rules.lease_ended(outcome, cancel, row["attempts"], row["max_attempts"])
+    if state == rules.PENDING:
         requeue(db, row, row["due"], 0)
+    else:
+        finish(db, row, state, now, error=error)
 
 
 def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
     """Apply one settlement if its token is still on the job; False (nothing changed) if not."""
-    row = db.execute(Q["running_by_token"], (settlement.job_id, settlement.token)).fetchone()
+    row = db.execute(Q["settle_running"], (settlement.job_id, settlement.token)).fetchone()
     if row is None:
         return False
     outcome = settlement.outcome
     error = bound_error(settlement.error)
-    cancelled = bool(row["cancel_requested"]) and outcome != "done"  # done wins over a cancel
-    recorded = settlement.execution or (OUTCOME_CANCELLED if cancelled else EXECUTION_OUTCOMES[outcome])
+    cancel = bool(row["cancel_requested"])
+    state = rules.settled_state(outcome, cancel, row["attempts"], row["max_attempts"])
+    recorded = rules.execution_outcome(outcome, settlement.execution, cancel)
     close_execution(db, row["seq"], recorded, error, now)
-    if cancelled:
-        finish(db, row, "cancelled", now, error=CANCELLED_RUNNING)
-    elif outcome == "done":
-        finish(db, row, "done", now, result=settlement.result)
-    elif outcome == "fail" or (outcome == "retry" and row["attempts"] >= row["max_attempts"]):
-        finish(db, row, "failed", now, error=error)
-    elif outcome == "retry":
-        requeue(db, row, now + settlement.delay, 0, error)
-    elif outcome == "snooze":
-        requeue(db, row, now + settlement.delay, 1)
-    else:  # handback: due unchanged, the attempt given back
-        requeue(db, row, row["due"], 1)
+    if state == CANCELLED:
+        finish(db, row, CANCELLED, now, error=rules.CANCELLED_WHILE_RUNNING)
+    elif state == DONE:
+        finish(db, row, DONE, now, result=settlement.result)
+    elif state == FAILED:
+        finish(db, row, FAILED, now, error=error)
+    else:
+        # A hand-back keeps its due time (due again at once); retry keeps its error on record.
+        due = row["due"] if outcome == "handback" else now + settlement.delay
+        give_back = 1 if outcome in rules.GIVES_BACK else 0
+        requeue(db, row, due, give_back, error if outcome == "retry" else None)
     return True
 
 
@@ -138,10 +120,10 @@ def settle_done_batch(db: Executor, settlements: Sequence[Settlement], now: floa
     done = [(s.job_id, s.token, s.result) for s in settlements if s.outcome == "done" and not s.execution]
     if not done:
         return set()
-    rows = db.execute(Q["settle_done_batch"], {"batch": json.dumps(done), "now": now}).fetchall()
+    rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
     if rows:
         seqs = json.dumps([row[0] for row in rows])
-        db.execute(Q["close_executions_done"], {"seqs": seqs, "now": now})
-        db.execute(Q["release_dependents_of_many"], {"seqs": seqs, "now": now})
+        db.execute(Q["settle_close_done"], {"seqs": seqs, "now": now})
+        db.execute(Q["settle_release_done"], {"seqs": seqs, "now": now})
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
     return {(row[1], token_of[row[1]]) for row in rows}

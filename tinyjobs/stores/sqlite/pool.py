@@ -1,7 +1,8 @@
 """One SQLite connection per thread, never used (nor closed) across fork.
 
 SQLite's rule: a connection opened before fork() must not be used, not even closed, in the
-child (notes/reliability.md §A.2): closing it there could take the file's last-connection
+child (https://www.sqlite.org/howtocorrupt.html, "Carrying an open database connection across
+a fork()"): closing it there could take the file's last-connection
 path (checkpoint, remove the WAL) behind the parent's back. So a child abandons every
 inherited connection, keeps it referenced for good, and opens fresh ones.
 """

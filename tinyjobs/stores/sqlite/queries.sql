@@ -1,4 +1,7 @@
--- Every statement the SQLite store runs, one `-- name: <name>` block each, loaded once.
+-- Every statement the SQLite store runs, one `-- name: <name>` block each, loaded once. A block
+-- is named for the store method that runs it (`claim`, `jobs`, ...), or that method's name and
+-- what the statement does there (`claim_candidates`); the statements several methods share
+-- (job_by_id, finish_job, ...) are named for what they do, as in postgres/queries.sql.
 -- Lists of values are passed as one JSON array and read with json_each, so no SQL is built
 -- at run time.
 
@@ -34,7 +37,7 @@ WHERE child_seq IN (SELECT value FROM json_each(:seqs))
 -- name: delete_jobs
 DELETE FROM jobs WHERE seq IN (SELECT value FROM json_each(?))
 
--- name: candidates
+-- name: claim_candidates
 -- Walks jobs_claim in claim order; groups found full and jobs already taken are left out.
 SELECT seq, queue, grp, priority, due FROM jobs
 WHERE state = 'pending' AND queue = :queue AND due <= :now
@@ -43,7 +46,7 @@ WHERE state = 'pending' AND queue = :queue AND due <= :now
 ORDER BY priority DESC, due, seq
 LIMIT :limit
 
--- name: claim_jobs
+-- name: claim
 UPDATE jobs SET
     state = 'running',
     attempts = attempts + 1,
@@ -55,25 +58,25 @@ UPDATE jobs SET
 WHERE seq IN (SELECT value FROM json_each(:seqs)) AND state = 'pending'
 RETURNING *
 
--- name: insert_execution
+-- name: claim_execution
 INSERT INTO executions (job_seq, attempt, host, pid, started_at, queue, grp)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 
--- name: steps_of
+-- name: claim_steps
 SELECT job_seq, name, value FROM steps WHERE job_seq IN (SELECT value FROM json_each(?))
 
--- name: running_count
+-- name: claim_running
 SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?
 
--- name: running_groups
+-- name: claim_running_groups
 SELECT grp, count(*) FROM jobs
 WHERE state = 'running' AND queue = ? AND grp IS NOT NULL
 GROUP BY grp
 
--- name: starts_count
+-- name: claim_starts
 SELECT count(*) FROM executions WHERE queue = :queue AND started_at > :since AND started_at <= :now
 
--- name: starts_groups
+-- name: claim_starts_groups
 SELECT grp, count(*) FROM executions
 WHERE queue = :queue AND started_at > :since AND started_at <= :now AND grp IS NOT NULL
 GROUP BY grp
@@ -88,7 +91,7 @@ INSERT INTO steps (job_seq, name, value)
 SELECT seq, :name, :value FROM jobs WHERE token = :token AND state = 'running'
 ON CONFLICT (job_seq, name) DO UPDATE SET value = excluded.value
 
--- name: running_by_token
+-- name: settle_running
 SELECT * FROM jobs WHERE id = ? AND token = ? AND state = 'running'
 
 -- name: finish_job
@@ -125,53 +128,55 @@ UPDATE jobs SET state = 'cancelled', error = :error, finished_at = :now, expires
 WHERE state = 'blocked' AND seq IN (SELECT child_seq FROM deps WHERE parent_seq = :seq)
 RETURNING seq, id
 
--- name: expired_leases
+-- name: reap
 SELECT * FROM jobs WHERE state = 'running' AND lease_expires <= ? ORDER BY lease_expires LIMIT ?
 
--- name: holder_leases
+-- name: end_leases
 SELECT * FROM jobs WHERE state = 'running' AND holder IN (SELECT value FROM json_each(?))
 
--- name: holders_on
+-- name: holders
 -- Holder ids are "<host>|<pid>|<started>": the range walks jobs_holder for one host.
 SELECT DISTINCT holder FROM jobs
 WHERE state = 'running' AND holder >= :host || '|' AND holder < :host || '}'
 ORDER BY holder
 
--- name: request_cancel
+-- name: cancel
 UPDATE jobs SET cancel_requested = 1 WHERE seq = ?
 
--- name: retry_job
+-- name: retry
 UPDATE jobs SET
     state = 'pending', due = :now, max_attempts = attempts + attempt_budget,
     cancel_requested = 0, finished_at = NULL, expires_at = NULL
 WHERE id = :id AND state IN ('failed', 'cancelled')
 
--- name: ahead
+-- name: get_ahead
 SELECT count(*) FROM jobs
 WHERE state = 'pending' AND queue = :queue AND due <= max(:now, :due)
   AND (priority > :priority
        OR (priority = :priority AND (due < :due OR (due = :due AND seq < :seq))))
 
--- name: executions_of
+-- name: executions
 SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM executions
 WHERE job_seq = ? ORDER BY id
 
--- name: list_jobs
+-- name: jobs
+-- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state
 SELECT * FROM jobs
 WHERE (:stored IS NULL OR state = :stored)
   AND (:queue IS NULL OR queue = :queue)
   AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
-ORDER BY seq
-LIMIT :limit
+ORDER BY seq * :direction
+LIMIT :limit OFFSET :offset
 
 -- name: counts
+-- The reported state: rules.reported_state (tinyjobs/stores/rules.py)
 SELECT queue,
        CASE WHEN state = 'pending' THEN (CASE WHEN due > :now THEN 'scheduled' ELSE 'waiting' END)
             ELSE state END AS reported,
        count(*)
 FROM jobs GROUP BY queue, reported
 
--- name: purgeable
+-- name: purge
 SELECT seq FROM jobs
 WHERE expires_at <= :now AND state IN ('done', 'failed', 'cancelled')
 ORDER BY expires_at LIMIT :limit
@@ -179,7 +184,7 @@ ORDER BY expires_at LIMIT :limit
 -- name: cron_last
 SELECT last_due FROM cron WHERE schedule = ?
 
--- name: cron_record
+-- name: fire_cron
 -- Records `due` only when it is later than the last one: one row changed means this call fires.
 INSERT INTO cron (schedule, last_due) VALUES (?, ?)
 ON CONFLICT (schedule) DO UPDATE SET last_due = excluded.last_due
@@ -193,7 +198,7 @@ WHERE leaders.expires <= :now OR leaders.holder = excluded.holder
 -- name: resign
 DELETE FROM leaders WHERE name = ? AND holder = ?
 
--- name: settle_done_batch
+-- name: settle_done
 -- The common case of a batch, in one statement: done settlements whose job is still held by
 -- their token and whose cancellation was not asked for. The rest go one by one (settle_one).
 WITH s AS (
@@ -210,12 +215,12 @@ WHERE jobs.id = s.id AND jobs.token = s.token AND jobs.state = 'running'
   AND jobs.cancel_requested = 0
 RETURNING jobs.seq, jobs.id
 
--- name: close_executions_done
+-- name: settle_close_done
 UPDATE executions SET ended_at = :now, outcome = 'done', error = NULL
 WHERE ended_at IS NULL AND job_seq IN (SELECT value FROM json_each(:seqs))
 
--- name: release_dependents_of_many
--- release_dependents for a batch of parents that just succeeded.
+-- name: settle_release_done
+-- release_dependents for the parents that settle_done just made done.
 UPDATE jobs SET state = 'pending', due = max(due, :now)
 WHERE state = 'blocked'
   AND seq IN (SELECT child_seq FROM deps WHERE parent_seq IN (SELECT value FROM json_each(:seqs)))

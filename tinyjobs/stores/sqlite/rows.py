@@ -6,21 +6,13 @@ import json
 import sqlite3
 from typing import Any
 
-from tinyjobs.job import SCHEDULED, WAITING, Execution, Job
+from tinyjobs.job import CANCELLED, Execution, Job
 from tinyjobs.stores.base import NewJob
+from tinyjobs.stores.rules import expires_at, reported_state
 
 from .connection import load_blocks
 
 Q: dict[str, str] = load_blocks("queries.sql", "name")
-
-LIVE = ("pending", "blocked", "running")
-
-
-def reported_state(state: str, due: float, now: float) -> str:
-    """The state a user sees: a pending job is scheduled while its due time is ahead."""
-    if state == "pending":
-        return SCHEDULED if due > now else WAITING
-    return state
 
 
 def to_job(row: sqlite3.Row, now: float, created: bool = True) -> Job:
@@ -51,8 +43,8 @@ def to_job(row: sqlite3.Row, now: float, created: bool = True) -> Job:
 
 
 def new_job_row(job: NewJob, due: float, now: float, state: str, error: str | None) -> tuple:
-    """The insert_job parameters of a new job."""
-    final = state == "cancelled"
+    """The insert_job parameters of a new job (one cancelled by its parents is final at once)."""
+    final = state == CANCELLED
     return (
         job.id,
         job.task,
@@ -71,24 +63,7 @@ def new_job_row(job: NewJob, due: float, now: float, state: str, error: str | No
         error,
         now,
         now if final else None,
-        now + job.keep if final else None,
-    )
-
-
-def new_job_snapshot(job: NewJob, due: float, now: float) -> Job:
-    """The snapshot of a job just written pending, built without reading it back."""
-    return Job(
-        id=job.id,
-        task=job.task,
-        queue=job.queue,
-        args=json.loads(job.payload),
-        state=reported_state("pending", due, now),
-        priority=job.priority,
-        max_attempts=job.max_attempts,
-        due_at=due,
-        created_at=now,
-        key=job.key,
-        group=job.group,
+        expires_at(state, now, job.dedupe, job.keep) if final else None,
     )
 
 

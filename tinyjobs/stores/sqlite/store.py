@@ -11,8 +11,9 @@ from typing import Any
 
 from tinyjobs.errors import ConfigError, StoreUnavailable
 from tinyjobs.holder import Holder
-from tinyjobs.job import STATES, Job
+from tinyjobs.job import CANCELLED, OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, RUNNING, STATES, Job
 from tinyjobs.stores.base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
+from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
 from .claim import claim_jobs
@@ -132,7 +133,7 @@ class SQLiteStore:
         """One transaction: record `due` for `schedule` if later than the last, and enqueue."""
         with self._write() as db:
             at = self._now(now)
-            if db.execute(Q["cron_record"], (schedule, due)).rowcount != 1:
+            if db.execute(Q["fire_cron"], (schedule, due)).rowcount != 1:
                 return False
             enqueue_batch(db.cursor(), [job], at)
             return True
@@ -204,15 +205,15 @@ class SQLiteStore:
         """One transaction: expired leases end as "lease expired"."""
         with self._write() as db:
             at = self._now(now)
-            rows = db.execute(Q["expired_leases"], (at, limit)).fetchall()
+            rows = db.execute(Q["reap"], (at, limit)).fetchall()
             for row in rows:
-                end_lease(db, row, "lease expired", at)
+                end_lease(db, row, OUTCOME_LEASE_EXPIRED, at)
         return len(rows)
 
     def holders(self, host: str) -> list[Holder]:
         """One read."""
         with self._read() as db:
-            rows = db.execute(Q["holders_on"], {"host": host}).fetchall()
+            rows = db.execute(Q["holders"], {"host": host}).fetchall()
         return [Holder.parse(row[0]) for row in rows]
 
     def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
@@ -222,9 +223,9 @@ class SQLiteStore:
         with self._write() as db:
             at = self._now(now)
             ids = as_json(holder.id for holder in holders)
-            rows = db.execute(Q["holder_leases"], (ids,)).fetchall()
+            rows = db.execute(Q["end_leases"], (ids,)).fetchall()
             for row in rows:
-                end_lease(db, row, "worker lost", at)
+                end_lease(db, row, OUTCOME_WORKER_LOST, at)
         return len(rows)
 
     # -- the user's requests ------------------------------------------------------------
@@ -235,12 +236,12 @@ class SQLiteStore:
         with self._write() as db:
             at = self._now(now)
             row = db.execute(Q["job_by_id"], (job_id,)).fetchone()
-            if row is None or row["state"] in ("done", "failed", "cancelled"):
+            if row is None or row["state"] in STORED_FINAL:
                 return False
-            if row["state"] == "running":
-                db.execute(Q["request_cancel"], (row["seq"],))
+            if row["state"] == RUNNING:
+                db.execute(Q["cancel"], (row["seq"],))
                 return True
-            cancel_dependents(db, row["seq"], row["id"], "was cancelled", at)
+            cancel_dependents(db, row["seq"], row["id"], CANCELLED, at)
             delete_jobs(db, [row["seq"]])
             return True
 
@@ -250,7 +251,7 @@ class SQLiteStore:
         try:
             with self._write() as db:
                 at = self._now(now)
-                return db.execute(Q["retry_job"], {"id": job_id, "now": at}).rowcount == 1
+                return db.execute(Q["retry"], {"id": job_id, "now": at}).rowcount == 1
         except sqlite3.IntegrityError:
             return False
 
@@ -264,7 +265,7 @@ class SQLiteStore:
             if row is None:
                 return None
             job = to_job(row, at)
-            if row["state"] == "pending":
+            if row["state"] == PENDING:
                 params = {
                     "queue": row["queue"],
                     "now": at,
@@ -272,9 +273,9 @@ class SQLiteStore:
                     "priority": row["priority"],
                     "seq": row["seq"],
                 }
-                job.ahead = db.execute(Q["ahead"], params).fetchone()[0]
+                job.ahead = db.execute(Q["get_ahead"], params).fetchone()[0]
             if executions:
-                rows = db.execute(Q["executions_of"], (row["seq"],)).fetchall()
+                rows = db.execute(Q["executions"], (row["seq"],)).fetchall()
                 job.executions = [to_execution(r) for r in rows]
         return job
 
@@ -284,16 +285,19 @@ class SQLiteStore:
         queue: str | None = None,
         limit: int = 100,
         now: float | None = None,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[Job]:
-        """One read: jobs in a reported state (all when None), oldest first."""
+        """One read: jobs in a reported state (all when None), oldest (or newest) first."""
         if state is not None and state not in STATES:
             return []  # as the memory store: no job is ever in a state that does not exist
         at = self._now(now)
         split = state if state in ("scheduled", "waiting") else None
-        stored = "pending" if split else state
+        stored = PENDING if split else state
         params = {"stored": stored, "queue": queue, "split": split, "now": at, "limit": limit}
+        params.update(direction=-1 if newest else 1, offset=int(offset))
         with self._read() as db:
-            rows = db.execute(Q["list_jobs"], params).fetchall()
+            rows = db.execute(Q["jobs"], params).fetchall()
         return [to_job(row, at) for row in rows]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
@@ -311,7 +315,7 @@ class SQLiteStore:
         """One transaction: final jobs past their window go, with steps and executions."""
         with self._write() as db:
             at = self._now(now)
-            seqs = [row[0] for row in db.execute(Q["purgeable"], {"now": at, "limit": limit})]
+            seqs = [row[0] for row in db.execute(Q["purge"], {"now": at, "limit": limit})]
             delete_jobs(db, seqs)
         return len(seqs)
 
