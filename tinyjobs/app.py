@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, overload
 
-from .clock import Clock, StoreClock
+from .clock import Clock, TimeSource, app_clock
 from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
 from .job import CANCELLED, FINAL_STATES, Job
@@ -59,7 +59,7 @@ class App:
         self,
         url: str | Store | None = None,
         *,
-        clock: Clock | None = None,
+        clock: TimeSource | None = None,
         max_payload: int = DEFAULT_MAX_PAYLOAD,
     ) -> None:
         if isinstance(url, str) or url is None:
@@ -68,7 +68,7 @@ class App:
         else:
             self.url = url.url
             self._store = url
-        self.clock: Clock = clock or StoreClock(lambda: self.store.now())
+        self.clock: Clock = app_clock(clock, lambda: self.store.now())
         self.max_payload = int(max_payload)
         self.tasks: dict[str, Task] = {}
         self._plain: dict[str, NewJob] = {}  # task name -> its template without options

@@ -15,17 +15,33 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
-class Clock(Protocol):
+class TimeSource(Protocol):
+    """Anything that tells the time: what `App(clock=...)` needs at the least."""
+
     def now(self) -> float:
         """Seconds since the epoch."""
         ...
 
+
+@runtime_checkable
+class Clock(TimeSource, Protocol):
+    """The App's clock: the time, and the `now` its store calls take."""
+
     def store_now(self) -> float | None:
         """The `now` to pass to store calls: None for the store's own clock."""
         ...
+
+
+def app_clock(given: TimeSource | None, store_time: Callable[[], float]) -> Clock:
+    """The App's one clock: the store's time when none is given; a Clock as it is; a source
+    that only tells the time moves the store's time too (store calls get its time), as a
+    FakeClock does."""
+    if given is None:
+        return StoreClock(store_time)
+    return given if isinstance(given, Clock) else _TimeOnly(given)
 
 
 class StoreClock:
@@ -80,6 +96,19 @@ class FakeClock:
     def set(self, when: float | datetime) -> None:
         with self._lock:
             self._now = when.timestamp() if isinstance(when, datetime) else float(when)
+
+
+class _TimeOnly:
+    """A time source without `store_now`, such as a test's own clock: store calls get its time."""
+
+    def __init__(self, source: TimeSource) -> None:
+        self._source = source
+
+    def now(self) -> float:
+        return self._source.now()
+
+    def store_now(self) -> float:
+        return self._source.now()
 
 
 def to_datetime(ts: float | None) -> datetime | None:

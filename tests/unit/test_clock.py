@@ -54,3 +54,24 @@ def test_a_fake_clock_moves_the_stores_time_with_it():
 def test_the_system_clock_is_this_processs_and_leaves_store_calls_to_the_store():
     clock = tinyjobs.SystemClock()
     assert abs(clock.now() - time.time()) < 5 and clock.store_now() is None
+
+
+def test_a_clock_that_only_tells_the_time_moves_the_stores_time_as_before():
+    class OwnClock:  # a test's own clock, written against the protocol of `now()` alone
+        def __init__(self) -> None:
+            self.t = 1_700_000_000.0
+
+        def now(self) -> float:
+            return self.t
+
+    own = OwnClock()
+    app = tinyjobs.App("memory://", clock=own)
+
+    @app.task
+    def ok(run):
+        pass
+
+    job = ok.enqueue(delay="1m")
+    assert app.get(job.id).due_at == own.t + 60 and app.now() == own.t
+    own.t += 120
+    assert app.drain() == 1 and app.clock.now() == own.t
