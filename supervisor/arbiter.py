@@ -20,6 +20,7 @@ import setproctitle
 from tinyjobs import log as tjlog
 from tinyjobs.holder import Holder
 from tinyjobs.reaper import Reaper
+from tinyjobs.storeguard import StoreGuard
 from tinyjobs.urls import mask
 
 from .appload import AppLoader
@@ -99,20 +100,21 @@ class Arbiter:
 
     def _open_store(self) -> bool:
         """Open the store and end the leases of this host's dead processes (DUR-02), retrying
-        with backoff while it is unreachable (health says why); False when told to stop."""
-        delay = STORE_RETRY[0]
+        with backoff while it is unreachable (health says why; the log says so once, and once
+        when it answers); False when told to stop. No worker starts, so no READY=1, before."""
+        guard = StoreGuard(self.log, patience=0.5, backoff=STORE_RETRY)
+
+        def end_leases() -> int:
+            return Reaper(self.app.store, self.app.clock.store_now, self.log).end_dead_holders()
+
         while self.stopping is None:
-            try:
-                ended = Reaper(self.app.store, self.app.clock.store_now, self.log).end_dead_holders()
-            except Exception as err:
-                self.store_error = mask(str(err))
-                self.log.error("store.unreachable", error=self.store_error, retry_in=delay)
+            ended = guard.call("open", end_leases)
+            if ended is None:
+                self.store_error = guard.error
                 self.notifier.status(f"store unreachable, retrying: {self.store_error}")
-                deadline = time.monotonic() + delay
-                while self.stopping is None and time.monotonic() < deadline:
-                    self._poll(min(TURN, deadline - time.monotonic()))
+                while self.stopping is None and not guard.ready():
+                    self._poll(min(TURN, max(0.0, guard.retry_at - time.monotonic())))
                     self._handle_signals()
-                delay = min(STORE_RETRY[1], delay * 2)
                 continue
             self.store_error = None
             self.log.info("supervisor.store_ready", leases_ended=ended)

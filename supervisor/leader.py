@@ -3,7 +3,10 @@ store and runs the reaper every second, cron and the retention purge. Every duty
 so correctness never depends on who leads (or on two leading for a moment), only efficiency.
 
 Every supervisor renews (or tries to take) the lease once a second; that call also tells the
-health document whether the store is reachable."""
+health document whether the store is reachable. The calls go through a StoreGuard: each is
+bounded (the store retries for at most PATIENCE s, so the supervisor's loop is never held long),
+an outage is logged once as it starts and once as it ends, and while the store is away the
+lease is tried again after a backoff (up to 5 s), not every second."""
 
 from __future__ import annotations
 
@@ -13,10 +16,14 @@ from typing import Any
 from tinyjobs.cron import CronScheduler
 from tinyjobs.reaper import Reaper
 from tinyjobs.runtime import Runtime
+from tinyjobs.storeguard import StoreGuard
+from tinyjobs.stores.deadlines import retrying_at_most
 from tinyjobs.urls import mask
 
 LEASE_NAME = "leader"
 TICK = 1.0
+PATIENCE = 0.3  # one quick reconnect after a dropped connection, no more
+BACKOFF = (0.5, 5.0)
 
 
 class Leader:
@@ -28,13 +35,14 @@ class Leader:
         self.reachable: bool | None = None
         self.error: str | None = None
         self.last_cron_tick: float | None = None
+        self.guard = StoreGuard(log, patience=PATIENCE, backoff=BACKOFF)
         self._next = 0.0
         self.use_app(app)
 
     def use_app(self, app: Runtime) -> None:
         """Run the duties for `app` from now on (after a reload, the fresh app)."""
         self.app = app
-        self.reaper = Reaper(app.store, app.clock.store_now, self.log, reap_interval=TICK)
+        self.reaper = Reaper(app.store, app.clock.store_now, self.log, reap_interval=TICK, guard=self.guard)
         self.cron = _cron_scheduler(app, self.log)
 
     def tick(self) -> float:
@@ -44,24 +52,20 @@ class Leader:
         if now < self._next:
             return self._next - now
         self._next = now + TICK
+        if not self.guard.ready():  # the store is away: the guard's backoff says when to try again
+            self.reachable, self.error = self.guard.reachable, self.guard.error
+            return TICK
         self._renew()
         if self.leading:
-            self.reaper.tick()
-            self._tick_cron()
+            with retrying_at_most(PATIENCE):
+                self.reaper.tick()
+                self._tick_cron()
         return TICK
 
     def _renew(self) -> None:
-        try:
-            leading = self.app.store.lead(LEASE_NAME, self.holder_id, self.ttl, self.app.clock.store_now())
-        except Exception as err:
-            if self.reachable is not False:
-                self.log.error("store.unreachable", error=mask(str(err)))
-            self.reachable, self.error = False, mask(str(err))
-            leading = False
-        else:
-            if self.reachable is False:
-                self.log.info("store.reachable")
-            self.reachable, self.error = True, None
+        store, now = self.app.store, self.app.clock.store_now()
+        leading = bool(self.guard.call("lead", store.lead, LEASE_NAME, self.holder_id, self.ttl, now))
+        self.reachable, self.error = self.guard.reachable, self.guard.error
         if leading != self.leading:
             self.log.info("leader.elected" if leading else "leader.lost", holder=self.holder_id)
         self.leading = leading

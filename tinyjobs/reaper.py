@@ -26,9 +26,14 @@ class Reaper:
         now: Callable[[], float | None],
         log: Any,
         reap_interval: float = REAP_INTERVAL,
+        guard: Any = None,
     ) -> None:
         self.store, self.now, self.log = store, now, log
         self.reap_interval = reap_interval
+        # The caller's StoreGuard (tinyjobs/storeguard.py), if any: a failing duty is reported
+        # to it (one log line per outage, not one per duty and second), the other duties of
+        # that tick are skipped, and no duty runs while its backoff is pending.
+        self.guard = guard
         self.last_reap: float | None = None  # wall time of the last successful reap, for health
         self._next = {"reap": 0.0, "holders": 0.0, "purge": 0.0}
 
@@ -51,12 +56,17 @@ class Reaper:
             "purge": (PURGE_INTERVAL, self._purge),
         }
         for name, (interval, duty) in duties.items():
+            if self.guard is not None and not self.guard.ready():
+                break
             if now >= self._next[name]:
                 self._next[name] = now + interval
                 try:
                     duty()
                 except Exception as err:
-                    self.log.error("reaper.error", duty=name, error=str(err))
+                    if self.guard is None:
+                        self.log.error("reaper.error", duty=name, error=str(err))
+                    else:
+                        self.guard.failed(name, err)
         return max(0.0, min(self._next.values()) - time.monotonic())
 
     def _reap(self) -> None:

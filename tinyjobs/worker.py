@@ -4,6 +4,7 @@ commit). SIGTERM/SIGINT drain it; a second one stops it now."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -22,7 +23,9 @@ from .reaper import Reaper
 from .runtime import Runtime
 from .slots import AsyncSlots, Inbox, ThreadSlots, Waker
 from .stop import StopReason
+from .storeguard import StoreGuard
 from .stores.base import Claimed
+from .stores.deadlines import retrying_at_most
 
 if TYPE_CHECKING:
     # For the type only: tinyjobs.cron loads croniter, which an app without schedules never needs.
@@ -34,7 +37,6 @@ R = TypeVar("R")
 IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
 FULL_POLL = 0.005  # how often the store watcher looks whether a full worker has a free slot again
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
-STORE_RETRY = (0.1, 5.0)  # backoff bounds after a store error
 
 
 @dataclass(slots=True)
@@ -91,11 +93,11 @@ class Worker:
         self._threads: ThreadSlots | None = None
         self._async = AsyncSlots()
         self._next_renew = float("inf")
-        self._store_backoff = 0.0
-        self._retry_at = 0.0
         self._log = get_logger(pid=os.getpid())
+        # Every store call of the loop: bounded, backed off, one log line per outage.
+        self._guard = StoreGuard(self._log)
         # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
-        self.reaper = Reaper(app.store, app.clock.store_now, self._log) if reaper else None
+        self.reaper = Reaper(app.store, app.clock.store_now, self._log, guard=self._guard) if reaper else None
         # Cron likewise: any number of schedulers may tick, the store fires each due time once.
         self.cron: CronScheduler | None = None
         if reaper and app.crons:
@@ -151,7 +153,7 @@ class Worker:
 
     def _turn(self) -> bool:
         """One turn: settle what finished, drain when stopping, time out, renew, claim, then
-        the housekeeping; sleep until something is due. True once the worker is done."""
+        the standalone duties; sleep until something is due. True once the worker is done."""
         self._settle_ready()
         now = time.monotonic()
         if self._stopping(now) and self._finish_drain(now):
@@ -161,10 +163,7 @@ class Worker:
             self._renew()
         if self.reason is None:
             self._claim()
-        if self.reaper is not None:
-            self.reaper.tick()
-        if self.cron is not None:
-            self.cron.poll()
+        self._duties()
         if self.on_tick is not None:
             self.on_tick(self)
         log.flush()  # this turn's events in one write, before the loop sleeps
@@ -186,6 +185,20 @@ class Worker:
             self._drain_deadline = min(self._drain_deadline, now)
         return True
 
+    def _duties(self) -> None:
+        """A standalone worker's reaper and cron, bounded like every store call, and not while
+        the guard backs off (during an outage they would only fail, each after a timeout)."""
+        if (self.reaper is None and self.cron is None) or not self._guard.ready():
+            return
+        try:
+            with retrying_at_most(self._guard.patience):
+                if self.reaper is not None:
+                    self.reaper.tick()
+                if self.cron is not None:
+                    self.cron.poll()
+        except Exception as err:  # the cron scheduler's clock read: the store is away
+            self._guard.failed("cron", err)
+
     def _sleep_for(self, now: float) -> float:
         wake_at = min(self._next_renew, now + IDLE_POLL)
         for entry in self.running.values():
@@ -195,7 +208,7 @@ class Worker:
             wake_at = min(wake_at, self._drain_deadline)
         if self._unsettled:
             wake_at = min(wake_at, self._unsettled_since + LINGER)
-        return max(self._store_backoff, wake_at - now, 0.0)
+        return max(self._guard.retry_at - now if self._guard.delay else 0.0, wake_at - now, 0.0)
 
     def _watch_store(self) -> None:
         """Wake the loop when the store says jobs may have changed (another process enqueued),
@@ -217,7 +230,7 @@ class Worker:
 
     def _claim(self) -> None:
         free = self._room_after(0)
-        if free <= 0 or self._store_backoff > 0 and time.monotonic() < self._retry_at:
+        if free <= 0 or not self._guard.ready():
             return
         claimed = self._store_call(
             "claim", self.app.store.claim, self.policies, self.holder, free, self.app.clock.store_now()
@@ -391,13 +404,5 @@ class Worker:
         self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
 
     def _store_call(self, what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | None:
-        """Call the store; on an error log it, back off (capped) and return None."""
-        try:
-            result = fn(*args, **kwargs)
-        except Exception as err:
-            self._store_backoff = min(STORE_RETRY[1], max(STORE_RETRY[0], self._store_backoff * 2))
-            self._retry_at = time.monotonic() + self._store_backoff
-            self._log.error("store.error", operation=what, error=str(err), retry_in=self._store_backoff)
-            return None
-        self._store_backoff = 0.0
-        return result
+        """Call the store through the guard: None when it failed or a backoff is pending."""
+        return self._guard.call(what, functools.partial(fn, *args, **kwargs))

@@ -106,9 +106,11 @@ class Verify:
         )
 
     def worker_store_errors(self) -> int:
-        """How many store errors verify's workers have logged so far."""
+        """How many store errors verify's workers have logged so far (an outage once, as
+        `store.unreachable`, like tinyjobs.verify.fleet counts them)."""
         logs = self.tmp.glob("tinyjobs-verify-*/worker-*.log")
-        return sum(path.read_text(errors="replace").count('"store.error"') for path in logs)
+        texts = [path.read_text(errors="replace") for path in logs]
+        return sum(t.count('"store.error"') + t.count('"store.unreachable"') for t in texts)
 
     def workers(self) -> list[int]:
         """The pids of verify's worker processes, oldest first."""

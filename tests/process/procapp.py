@@ -44,3 +44,10 @@ def record(run: tinyjobs.Run, n: int) -> int:
     time.sleep(0.002)
     mark("end", job=run.id, attempt=run.attempt)
     return n
+
+
+@app.task(attempts=3)
+def fill(run: tinyjobs.Run, n: int, pad: str) -> int:
+    """A job with a large payload (fills a small disk fast); records its run."""
+    mark("start", job=run.id, attempt=run.attempt)
+    return n

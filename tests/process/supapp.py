@@ -20,7 +20,7 @@ if (MARKS / "broken").exists():
     raise RuntimeError("supapp refuses to import (the test asked for a broken app)")
 
 app = tinyjobs.App()  # $TINYJOBS_URL, set by the test
-app.queue("default", lease="30s")
+app.queue("default", lease=os.environ.get("TJ_LEASE", "30s"))  # fault tests shorten it
 app.queue("limited", lease="30s", timeout="1s")
 
 

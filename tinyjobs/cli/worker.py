@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -10,7 +11,8 @@ import click
 from .. import log
 from ..durations import parse_duration
 from ..stop import StopReason
-from ..urls import mask
+from ..storeguard import wait_until_reachable
+from ..urls import mask, store_kind
 from ..worker import Worker
 from .common import command_app, handle_errors
 
@@ -34,9 +36,15 @@ def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
     finish and then replaces itself with a fresh process (same pid, exec).
 
     Exit status: 0 stopped on request, 2 bad options, an app that cannot be imported, or a
-    store unreachable or refused (memory:// included: nothing else could add its jobs)."""
+    store refused (memory:// included: nothing else could add its jobs), or a SQLite file that
+    cannot be opened. A PostgreSQL or Redis server that does not answer is waited for."""
     log.configure(buffered=True)
     app = command_app(ctx, app_spec)
+    if store_kind(app.url) in ("postgres", "redis"):
+        # A server may come up after us (boot order, a restart): wait for it, with backoff,
+        # saying so once. (A SQLite file that cannot be opened is a local mistake: exit 2.)
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # nothing in hand yet
+        wait_until_reachable(lambda: app.store, log.get_logger())
     names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
     unknown = [q for q in names or () if q not in app.known_queues()]
     if unknown:

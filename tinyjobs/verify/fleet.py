@@ -184,11 +184,12 @@ class Fleet:
         self.members = []
 
     def store_errors(self) -> int:
-        """How many store errors the workers logged."""
+        """How many store errors the workers logged (an outage is logged once, as it starts)."""
         count = 0
         for path in self.logs:
             try:
-                count += path.read_text(errors="replace").count('"store.error"')
+                text = path.read_text(errors="replace")
+                count += text.count('"store.error"') + text.count('"store.unreachable"')
             except OSError:
                 continue
         return count

@@ -8,12 +8,20 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict
 
+from ...durations import parse_duration
 from ...errors import ConfigError
 from ...urls import mask, split
+from ..deadlines import CONNECT, ROUND_TRIP
 
 DEFAULT_SCHEMA = "tinyjobs"
 # Options read by tinyjobs and removed before the URL reaches libpq.
-_OWN = {"schema", "listen"}
+_OWN = {"schema", "listen", "timeout"}
+_KEEPALIVES = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+}
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 
 
@@ -26,6 +34,7 @@ class Settings:
     schema: str
     masked: str
     listen: bool = True  # ?listen=off polls instead (PgBouncer transaction pooling drops LISTEN)
+    round_trip: float = ROUND_TRIP  # ?timeout=: a request unanswered this long fails (deadlines.py)
 
     @property
     def channel(self) -> str:
@@ -49,7 +58,11 @@ def parse(url: str) -> Settings:
             "(at most 48), not starting with a digit"
         )
     rest = {k: v for k, v in query.items() if k not in _OWN}
-    rest.setdefault("connect_timeout", "5")
+    rest.setdefault("connect_timeout", str(int(CONNECT)))
+    # An idle connection whose peer vanished (a host gone, a firewall that drops) is noticed by
+    # TCP keepalives within about 25 s instead of the kernel's two hours.
+    for name, value in _KEEPALIVES.items():
+        rest.setdefault(name, value)
     conninfo = urlunsplit(("postgresql", netloc, path, urlencode(rest), ""))
     try:
         conninfo_to_dict(conninfo)
@@ -58,4 +71,16 @@ def parse(url: str) -> Settings:
     listen = query.get("listen", "on").lower()
     if listen not in ("on", "off"):
         raise ConfigError(f"store URL {mask(url)!r}: listen must be on or off, got {listen!r}")
-    return Settings(url=url, conninfo=conninfo, schema=schema, masked=mask(url), listen=listen == "on")
+    round_trip = ROUND_TRIP
+    if "timeout" in query:
+        round_trip = parse_duration(query["timeout"], f"store URL {mask(url)!r}: timeout")
+        if round_trip <= 0:
+            raise ConfigError(f"store URL {mask(url)!r}: timeout must be more than 0 s")
+    return Settings(
+        url=url,
+        conninfo=conninfo,
+        schema=schema,
+        masked=mask(url),
+        listen=listen == "on",
+        round_trip=round_trip,
+    )

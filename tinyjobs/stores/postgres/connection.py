@@ -10,6 +10,8 @@ renewals)."""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import threading
 import time
@@ -20,6 +22,7 @@ import psycopg
 from psycopg import errors as pgerrors
 
 from ...errors import StoreError, StoreUnavailable
+from ..deadlines import CONNECT, retry_window
 from .config import Settings
 
 T = TypeVar("T")
@@ -28,6 +31,37 @@ T = TypeVar("T")
 _INHERITED: list[Any] = []
 _WEAK = ("off", "local", "remote_write")
 _GONE = (pgerrors.AdminShutdown, pgerrors.CannotConnectNow, pgerrors.CrashShutdown)
+
+
+class _Bounded(psycopg.Connection):
+    """A connection whose every wait for the server ends after `round_trip` seconds (unless
+    the caller gives its own timeout, as LISTEN's notifies() does): a stalled network fails the
+    call instead of hanging it. A wait that timed out leaves the connection in an unknown state,
+    so it is closed and the caller sees it as dropped."""
+
+    round_trip: float = 15.0
+
+    def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        try:
+            return super().wait(gen, interval, self.round_trip if timeout is None else timeout)
+        except pgerrors._WaitTimeout:
+            if timeout is not None:
+                raise  # the caller's own deadline (notifies): the connection is fine
+            self.pgconn.finish()
+            silence = f"no answer from the server within {self.round_trip:g} s"
+            raise psycopg.OperationalError(silence) from None
+
+
+class _SecondaryErrors(logging.Filter):
+    """psycopg logs ("error ignored terminating <Pipeline [BAD]>: the connection is lost") the
+    second error of a pipeline that failed, behind the caller's back, while the first one is
+    raised to us and becomes the caller's exception. Only those records are dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("error ignored terminating", "error ignored exiting"))
+
+
+logging.getLogger("psycopg").addFilter(_SecondaryErrors())
 
 
 class Connections:
@@ -44,12 +78,18 @@ class Connections:
 
     def connect(self, autocommit: bool = False) -> psycopg.Connection:
         """A new connection; StoreUnavailable (URL masked) when the server cannot be reached."""
+        # A caller that asked the store to give up soon (a worker's loop) is not held for the
+        # whole connect_timeout, once per address psycopg tries, by a server that does not answer.
+        patience = retry_window(float("inf"))
+        extra = {"connect_timeout": max(2, math.ceil(patience))} if patience < CONNECT else {}
         try:
-            return psycopg.connect(self.settings.conninfo, autocommit=autocommit)
+            conn = _Bounded.connect(self.settings.conninfo, autocommit=autocommit, **extra)
         except psycopg.Error as err:
             raise StoreUnavailable(
                 f"PostgreSQL at {self.settings.masked} is unreachable: {one_line(err)}"
             ) from None
+        conn.round_trip = self.settings.round_trip
+        return conn
 
     def get(self) -> tuple[psycopg.Connection, bool]:
         """This thread's connection and whether its writes must raise synchronous_commit."""
@@ -151,7 +191,7 @@ class Connections:
         """Call `attempt(conn, weak, retrying, sent)` until it returns, reconnecting with
         backoff after a dropped connection. `attempt` sets sent[0] once a COMMIT may have
         reached the server; from then on only an idempotent operation is tried again."""
-        deadline = time.monotonic() + self.retry_for
+        deadline = time.monotonic() + retry_window(self.retry_for)
         delay, retrying = 0.05, False
         while True:
             sent = [False]

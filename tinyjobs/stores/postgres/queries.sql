@@ -256,6 +256,12 @@ SELECT s.ord, upd.state, upd.queue,
 FROM s LEFT JOIN upd ON upd.ord = s.ord
 ORDER BY s.ord
 
+-- name: with_dependents
+-- Which of these jobs have dependents. Its own statement, after the one that ended them: that
+-- one may have waited for the row lock of a dependent's enqueue (enqueue_parents, FOR SHARE),
+-- and it reads everything but the rows it locks as of its start, before that dependent existed.
+SELECT DISTINCT parent_id FROM {deps} WHERE parent_id = ANY(%(ids)b::text[])
+
 -- name: settled_before
 SELECT id, last_token FROM {jobs} WHERE id = ANY(%(ids)b::text[])
 

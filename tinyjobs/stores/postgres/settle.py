@@ -41,8 +41,12 @@ def cascade(cur: Any, q: dict[str, str], now: float | None, ids: list[str], stat
     cur.execute(q["cascade_cancel"], {"now": now, "ids": ids, "reasons": reasons})
 
 
-def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None) -> None:
-    """The settle statement, queued (in pipeline mode it waits for a read); `finish` reads it."""
+def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None) -> Any:
+    """The settle statement, queued (in pipeline mode it waits for a read); `finish` reads it.
+    Behind it, on a cursor of its own that this returns for `finish`, which of the jobs have
+    dependents (`with_dependents`: a statement of its own sees a dependent enqueued while the
+    settle waited for its parent's row; in the same round trip)."""
+    dependents = cur.connection.cursor()
     cur.execute(
         q["settle"],
         {
@@ -56,6 +60,8 @@ def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: fl
             "executions": [s.execution for s in settlements],
         },
     )
+    dependents.execute(q["with_dependents"], {"ids": [s.job_id for s in settlements]})
+    return dependents
 
 
 def finish(
@@ -64,6 +70,7 @@ def finish(
     settlements: Sequence[Settlement],
     now: float | None,
     retrying: bool,
+    dependents: Any,
 ) -> tuple[list[bool], set[str]]:
     """Read what `send` did and do what follows in the same transaction: True for each
     settlement applied (JOB-05), and the queues to notify after commit.
@@ -71,10 +78,12 @@ def finish(
     When `retrying`, an earlier try may have committed: a settlement whose token is the job's
     last settled token counts as applied (settlement is idempotent by lease token)."""
     rows = cur.fetchall()  # (ordinal, new state, queue, has dependents); state None: not applied
+    # Which have dependents: read by a statement of its own (see `send`), not the settle's flag.
+    parents = {row[0] for row in dependents.fetchall()}
     applied = [state is not None for _, state, _, _ in rows]
     ended = [
-        (s.job_id, state, queue, deps)
-        for s, (_, state, queue, deps) in zip(settlements, rows, strict=True)
+        (s.job_id, state, queue, s.job_id in parents)
+        for s, (_, state, queue, _) in zip(settlements, rows, strict=True)
         if state is not None
     ]
     due_again = follow_up(cur, q, now, ended)
@@ -92,5 +101,9 @@ def end_leases(
     waiting, or fail when they used their attempts, or end cancelled (JOB-04, DUR-02). Returns
     how many, and the queues to notify after commit."""
     cur.execute(q[name], {"now": now, **params})
-    ended = [(job_id, state, queue, deps) for job_id, state, queue, deps in cur.fetchall()]
-    return len(ended), follow_up(cur, q, now, ended)
+    ended = [(job_id, state, queue) for job_id, state, queue, _ in cur.fetchall()]
+    parents: set[str] = set()
+    if ended:  # read anew, as in `send`: a dependent may have been enqueued while it waited
+        cur.execute(q["with_dependents"], {"ids": [job_id for job_id, _, _ in ended]})
+        parents = {row[0] for row in cur.fetchall()}
+    return len(ended), follow_up(cur, q, now, [(*row, row[0] in parents) for row in ended])

@@ -177,11 +177,12 @@ class PostgresStore:
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
             conn.execute(self.q["generic_plans"])
             settling, claiming = conn.cursor(), conn.cursor()
-            if settlements:
-                settle.send(settling, self.q, settlements, now)
+            dependents = settle.send(settling, self.q, settlements, now) if settlements else None
             read_claims = claims.start(claiming, self.q, self.schema, queues, holder, limit, now)
             applied, due_again = (
-                settle.finish(settling, self.q, settlements, now, retrying) if settlements else ([], set())
+                settle.finish(settling, self.q, settlements, now, retrying, dependents)
+                if settlements
+                else ([], set())
             )
             claimed = read_claims()
             return lambda: (applied, due_again, claimed)
@@ -196,8 +197,8 @@ class PostgresStore:
         """Apply settlements in one transaction (group commit), idempotent by lease token."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> tuple[list[bool], set[str]]:
-            settle.send(cur, self.q, settlements, now)
-            return settle.finish(cur, self.q, settlements, now, retrying)
+            dependents = settle.send(cur, self.q, settlements, now)
+            return settle.finish(cur, self.q, settlements, now, retrying, dependents)
 
         if not settlements:
             return []

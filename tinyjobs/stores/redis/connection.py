@@ -17,14 +17,19 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ...durations import parse_duration
 from ...errors import ConfigError, StoreUnavailable
 from ...urls import mask, split, with_query
+from ..deadlines import CONNECT, ROUND_TRIP, retry_window
 
 T = TypeVar("T")
 
 DEFAULT_PREFIX = "tinyjobs"
 SCHEMES = ("redis", "rediss", "unix")
 RETRY_FOR = 15.0  # seconds a safe call keeps retrying while the server is down or loading
+# The blocking client's socket timeout: longer than any blocking pop (wait() caps those at
+# BLOCK_AT_MOST), so that only a stalled connection ever reaches it.
+BLOCK_AT_MOST = 30.0
 
 
 def parse(url: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
@@ -35,6 +40,8 @@ def parse(url: str, options: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         raise ConfigError(f"store URL {mask(url)!r}: a Redis URL starts with redis://, rediss:// or unix://")
     database(url)
     prefix = str(options.pop("prefix", query.pop("prefix", DEFAULT_PREFIX)))
+    if "timeout" in query:  # ours, as on PostgreSQL: the deadline of one round trip
+        options["socket_timeout"] = parse_duration(query.pop("timeout"), f"store URL {mask(url)!r}: timeout")
     if not prefix or any(c in prefix for c in "{}\t\n "):
         raise ConfigError(
             f"store URL {mask(url)!r}: prefix {prefix!r} must be non-empty, without braces or spaces"
@@ -78,6 +85,7 @@ class Connection:
         self.masked = mask(url)
         self.url = url
         self.client_url, self.prefix, self.options = parse(url, dict(options))
+        self.round_trip = float(self.options.pop("socket_timeout", ROUND_TRIP))
         self._lock = threading.Lock()
         self._pid = -1
         self._build()
@@ -85,7 +93,7 @@ class Connection:
     def _make(self, socket_timeout: float | None, single: bool) -> redis.Redis:
         settings: dict[str, Any] = {
             "decode_responses": True,
-            "socket_connect_timeout": 5.0,
+            "socket_connect_timeout": CONNECT,
             "socket_timeout": socket_timeout,
             "health_check_interval": 30,
             "retry": Retry(NoBackoff(), 0),  # we retry ourselves, only where it is safe
@@ -105,7 +113,7 @@ class Connection:
     def _build(self) -> None:
         self._local = threading.local()
         self._clients: list[redis.Redis] = []
-        self._blocking = self._make(None, single=False)
+        self._blocking = self._make(BLOCK_AT_MOST + self.round_trip, single=False)
         self._pid = os.getpid()
 
     def client(self) -> redis.Redis:
@@ -116,7 +124,7 @@ class Connection:
                     self._build()
         client = getattr(self._local, "client", None)
         if client is None:
-            client = self._make(30.0, single=True)
+            client = self._make(self.round_trip, single=True)
             self._local.client = client
             with self._lock:
                 self._clients.append(client)
@@ -133,7 +141,7 @@ class Connection:
     def call(self, fn: Callable[[redis.Redis], T], safe: bool = True) -> T:
         """Run `fn(client)`; on a connection error retry with backoff for up to RETRY_FOR
         seconds when `safe` (repeating it does no harm) or when nothing reached the server."""
-        deadline = time.monotonic() + RETRY_FOR
+        deadline = time.monotonic() + retry_window(RETRY_FOR)
         delay = 0.02
         while True:
             try:

@@ -20,7 +20,7 @@ from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
 from ..rules import unknown_parent
 from . import codec
-from .connection import Connection
+from .connection import BLOCK_AT_MOST, Connection
 from .scripts import Scripts
 
 
@@ -209,7 +209,8 @@ class RedisStore:
             time.sleep(0.01)
             return True
         blocking = self._conn.blocking()
-        popped = self._conn.call(lambda c: blocking.blpop(keys, timeout=min(timeout, until_due)))
+        block = min(timeout, until_due, BLOCK_AT_MOST)
+        popped = self._conn.call(lambda c: blocking.blpop(keys, timeout=block))
         return bool(popped) or until_due <= timeout
 
     def _until_next_due(self, queues: Sequence[str]) -> float:
