@@ -135,7 +135,8 @@ def in_process(jobs: int, warmup: int, slots: int, log_level: str, pin: int | No
     os.environ["TINYJOBS_LOG_LEVEL"] = log_level
     from benchmarks.app import noop
     from tinyjobs import App, log
-    from tinyjobs.worker import MAX_JOBS, Worker
+    from tinyjobs.stop import StopReason
+    from tinyjobs.worker import Worker
 
     if pin is not None:
         os.sched_setaffinity(0, {pin})
@@ -148,7 +149,7 @@ def in_process(jobs: int, warmup: int, slots: int, log_level: str, pin: int | No
         if not marks and worker.finished >= warmup or marks and worker.finished >= jobs:
             marks.append((worker.finished, time.process_time(), time.monotonic()))
         if worker.finished >= jobs:
-            worker.request_stop(MAX_JOBS)
+            worker.request_stop(StopReason.MAX_JOBS)
 
     Worker(app, slots=slots, on_tick=on_tick, handle_signals=False, reaper=False).run()
     (first, cpu0, t0), (last, cpu1, t1) = marks[0], marks[-1]

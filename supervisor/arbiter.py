@@ -105,7 +105,7 @@ class Arbiter:
         guard = StoreGuard(self.log, patience=0.5, backoff=STORE_RETRY)
 
         def end_leases() -> int:
-            return Reaper(self.app.store, self.app.now, self.log).end_dead_holders()
+            return Reaper(self.app.store, self.app.clock.store_now, self.log).end_dead_holders()
 
         while self.stopping is None:
             ended = guard.call("open", end_leases)

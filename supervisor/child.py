@@ -9,20 +9,18 @@ import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import setproctitle
 
 from tinyjobs import log
 from tinyjobs.holder import Holder, host_id, process_start
+from tinyjobs.runtime import Runtime
 from tinyjobs.worker import Worker
 
 from . import signals
 from .config import CHILD_BOOT_ERROR, CHILD_EXIT, EXIT_CRASH, SupervisorConfig
 from .liveness import Beat, HeartbeatReader, HeartbeatWriter
-
-if TYPE_CHECKING:
-    from tinyjobs.app import App
 
 
 @dataclass
@@ -80,7 +78,7 @@ class ChildSpec:
     """What a forked child needs to become a worker."""
 
     number: int
-    app: App
+    app: Runtime
     config: SupervisorConfig
     parent_pid: int
     beat_fd: int

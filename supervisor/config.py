@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from tinyjobs.durations import parse_duration, parse_size
 from tinyjobs.errors import ConfigError
+from tinyjobs.stop import StopReason
 
 # Exit codes of `tinyjobs supervise` (docs/operations.md). systemd's unit lists 2 and 3 in
 # RestartPreventExitStatus=, so a boot error stops instead of looping.
@@ -16,7 +17,13 @@ EXIT_USAGE = 2  # bad options
 EXIT_BOOT = 3  # the app cannot be loaded, or a worker failed to boot
 
 # Exit codes of a worker process, so the supervisor can log why it left.
-CHILD_EXIT = {"stopped": 0, "recycle": 75, "max-jobs": 76, "orphaned": 78, "hard-stop": 79}
+CHILD_EXIT = {
+    StopReason.STOPPED: 0,
+    StopReason.RECYCLE: 75,
+    StopReason.MAX_JOBS: 76,
+    StopReason.ORPHANED: 78,
+    StopReason.HARD_STOP: 79,
+}
 CHILD_BOOT_ERROR = EXIT_BOOT
 CHILD_REASONS = {code: reason for reason, code in CHILD_EXIT.items()}
 

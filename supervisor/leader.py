@@ -11,16 +11,14 @@ lease is tried again after a backoff (up to 5 s), not every second."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tinyjobs.cron import CronScheduler
 from tinyjobs.reaper import Reaper
+from tinyjobs.runtime import Runtime
 from tinyjobs.storeguard import StoreGuard
 from tinyjobs.stores.deadlines import retrying_at_most
 from tinyjobs.urls import mask
-
-if TYPE_CHECKING:
-    from tinyjobs.app import App
 
 LEASE_NAME = "leader"
 TICK = 1.0
@@ -31,7 +29,7 @@ BACKOFF = (0.5, 5.0)
 class Leader:
     """Runs from the supervisor's main loop through `tick()`; never raises (it reports)."""
 
-    def __init__(self, app: App, holder_id: str, ttl: float, log: Any) -> None:
+    def __init__(self, app: Runtime, holder_id: str, ttl: float, log: Any) -> None:
         self.holder_id, self.ttl, self.log = holder_id, ttl, log
         self.leading = False
         self.reachable: bool | None = None
@@ -41,10 +39,10 @@ class Leader:
         self._next = 0.0
         self.use_app(app)
 
-    def use_app(self, app: App) -> None:
+    def use_app(self, app: Runtime) -> None:
         """Run the duties for `app` from now on (after a reload, the fresh app)."""
         self.app = app
-        self.reaper = Reaper(app.store, app.now, self.log, reap_interval=TICK, guard=self.guard)
+        self.reaper = Reaper(app.store, app.clock.store_now, self.log, reap_interval=TICK, guard=self.guard)
         self.cron = _cron_scheduler(app, self.log)
 
     def tick(self) -> float:
@@ -65,7 +63,7 @@ class Leader:
         return TICK
 
     def _renew(self) -> None:
-        store, now = self.app.store, self.app.now()
+        store, now = self.app.store, self.app.clock.store_now()
         leading = bool(self.guard.call("lead", store.lead, LEASE_NAME, self.holder_id, self.ttl, now))
         self.reachable, self.error = self.guard.reachable, self.guard.error
         if leading != self.leading:
@@ -101,7 +99,7 @@ class Leader:
         }
 
 
-def _cron_scheduler(app: App, log: Any) -> CronScheduler | None:
+def _cron_scheduler(app: Runtime, log: Any) -> CronScheduler | None:
     """A CronScheduler for the app's schedules, or None when it has none. A scheduler that
     cannot start is logged and left out: the reaper and the purge still run."""
     if not app.crons:

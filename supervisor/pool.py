@@ -11,17 +11,15 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tinyjobs.runtime import Runtime
 from tinyjobs.urls import mask
 
 from . import signals
 from .child import Child, ChildSpec, run_child
 from .config import CHILD_BOOT_ERROR, CHILD_REASONS, SupervisorConfig
 from .liveness import HeartbeatReader, jittered, rss_bytes
-
-if TYPE_CHECKING:
-    from tinyjobs.app import App
 
 STABLE_AFTER = 10.0  # a worker up this long ends a streak of crashes
 BACKOFF_MAX = 10.0
@@ -51,7 +49,7 @@ class Pool:
 
     # -- forking -----------------------------------------------------------------------------
 
-    def spawn(self, number: int, app: App) -> Child:
+    def spawn(self, number: int, app: Runtime) -> Child:
         """Fork worker `number`. The child never returns from this call (run_child exits)."""
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         close = [read_fd, *self.inherited_fds(), *(c.reader.fd for c in self.children.values())]
@@ -97,7 +95,7 @@ class Pool:
 
     # -- reaping -----------------------------------------------------------------------------
 
-    def reap(self, app: App, stopping: bool) -> None:
+    def reap(self, app: Runtime, stopping: bool) -> None:
         """Collect every exited child; end its leases at once and schedule its replacement."""
         while True:
             try:
@@ -110,7 +108,7 @@ class Pool:
             if child is not None:
                 self._exited(child, os.waitstatus_to_exitcode(status), app, stopping)
 
-    def _exited(self, child: Child, code: int, app: App, stopping: bool) -> None:
+    def _exited(self, child: Child, code: int, app: Runtime, stopping: bool) -> None:
         self._beats(child)
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(child.reader.fd)
@@ -130,10 +128,10 @@ class Pool:
             if delay:
                 self.log.warning("worker.backoff", worker=child.number, delay=delay)
 
-    def _end_leases(self, child: Child, app: App) -> int | None:
+    def _end_leases(self, child: Child, app: Runtime) -> int | None:
         """DUR-02: the dead worker's jobs are due again now, not after their lease."""
         try:
-            return app.store.end_leases([child.holder], app.now())
+            return app.store.end_leases([child.holder], app.clock.store_now())
         except Exception as err:  # the reaper ends them later (holders check, or expiry)
             self.log.error("leases.end_failed", worker_pid=child.pid, error=mask(str(err)))
             return None
@@ -190,14 +188,14 @@ class Pool:
     def live(self, number: int) -> list[Child]:
         return [c for c in self.children.values() if c.number == number and not c.retiring]
 
-    def manage(self, app: App, now: float) -> None:
+    def manage(self, app: Runtime, now: float) -> None:
         """Fill empty slots (respecting the backoff), then take one step of a reload."""
         for number in range(1, self.config.workers + 1):
             if not self.live(number) and now >= self.spawn_after.get(number, 0.0):
                 self.spawn(number, app)
         self._reload_step(app, now)
 
-    def _reload_step(self, app: App, now: float) -> None:
+    def _reload_step(self, app: Runtime, now: float) -> None:
         """One slot at a time: start the new worker, and once it runs, drain the old one."""
         for number in range(1, self.config.workers + 1):
             live = self.live(number)

@@ -20,6 +20,7 @@ from .stores.aio import AsyncStore, async_store
 from .watching import Watching
 
 if TYPE_CHECKING:
+    from .clock import Clock
     from .stores.base import NewJob, Store
 
 _OPENING = threading.Lock()  # one store per App, whichever thread opens it first
@@ -35,7 +36,8 @@ class AsyncCalls:
         @property
         def store(self) -> Store: ...
 
-        def now(self) -> float | None: ...
+        @property
+        def clock(self) -> Clock: ...
 
         def close(self) -> None: ...
 
@@ -70,19 +72,19 @@ class AsyncCalls:
         if not new_jobs:
             return []
         store = await self.astore()
-        return await store.enqueue(new_jobs, self.now(), conn=conn)
+        return await store.enqueue(new_jobs, self.clock.store_now(), conn=conn)
 
     async def aget(self, job_id: str, executions: bool = True) -> Job | None:
         """`App.get` for asyncio: the job's snapshot with its executions, or None."""
-        return await (await self.astore()).get(job_id, self.now(), executions=executions)
+        return await (await self.astore()).get(job_id, self.clock.store_now(), executions=executions)
 
     async def acancel(self, job_id: str) -> bool:
         """`App.cancel` for asyncio (JOB-08): True when there was something to cancel."""
-        return await (await self.astore()).cancel(job_id, self.now())
+        return await (await self.astore()).cancel(job_id, self.clock.store_now())
 
     async def aretry(self, job_id: str) -> bool:
         """`App.retry` for asyncio: a failed or cancelled job runs again with fresh attempts."""
-        return await (await self.astore()).retry(job_id, self.now())
+        return await (await self.astore()).retry(job_id, self.clock.store_now())
 
     async def awatch(
         self, job_id: str, interval: float = 0.05, timeout: float | None = None
@@ -94,7 +96,7 @@ class AsyncCalls:
         deadline = None if timeout is None else time.monotonic() + timeout
         watching = Watching()
         while deadline is None or time.monotonic() < deadline:
-            seen = watching.see(await store.get(job_id, self.now()))
+            seen = watching.see(await store.get(job_id, self.clock.store_now()))
             if seen is not None:
                 yield seen
             if watching.done:

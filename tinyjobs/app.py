@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .aio import AsyncCalls
-from .clock import Clock, SystemClock
+from .clock import Clock, TimeSource, app_clock
 from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
 from .job import Job
@@ -32,10 +32,13 @@ from .urls import mask
 from .watching import Watching
 
 if TYPE_CHECKING:
+    from .check import Report
+    from .cron import Schedule
     from .run import Run
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
 DEFAULT_URL = "sqlite:///tinyjobs.db"
 MAX_ID_LENGTH = 255
 
@@ -52,13 +55,17 @@ class App(AsyncCalls):
     """Tasks, queues and the store they live in (the async calls: tinyjobs/aio.py).
 
     `App()` reads the URL from $TINYJOBS_URL, else uses `sqlite:///tinyjobs.db`. The store is
-    opened on first use, so an app defined at import time opens nothing before a fork."""
+    opened on first use, so an app defined at import time opens nothing before a fork.
+
+    `clock` is the app's one clock (tinyjobs.clock): by default real time as the store judges
+    it; a `FakeClock` moves the store's time in tests. The worker, drain, cron and the
+    supervisor's leader see the app through `tinyjobs.runtime.Runtime`."""
 
     def __init__(
         self,
         url: str | Store | None = None,
         *,
-        clock: Clock | None = None,
+        clock: TimeSource | None = None,
         max_payload: int = DEFAULT_MAX_PAYLOAD,
     ) -> None:
         if isinstance(url, str) or url is None:
@@ -67,12 +74,12 @@ class App(AsyncCalls):
         else:
             self.url = url.url
             self._store = url
-        self.clock = clock or SystemClock()
+        self.clock: Clock = app_clock(clock, lambda: self.store.now())
         self.max_payload = int(max_payload)
         self.tasks: dict[str, Task[Any, Any]] = {}
         self._plain: dict[str, NewJob] = {}  # task name -> its template without options
         self.queues: dict[str, QueueConfig] = {}
-        self.crons: dict[str, Any] = {}  # schedule name -> tinyjobs.cron.Schedule
+        self.crons: dict[str, Schedule] = {}
 
     def __repr__(self) -> str:
         return f"App({mask(self.url)!r}, tasks={sorted(self.tasks)})"
@@ -82,10 +89,6 @@ class App(AsyncCalls):
         if self._store is None:
             self._store = open_store(self.url)
         return self._store
-
-    def now(self) -> float | None:
-        """`now` for store calls: None (the store's clock) unless a test clock was given."""
-        return None if isinstance(self.clock, SystemClock) else self.clock.now()
 
     # -- registration -------------------------------------------------------------------
 
@@ -155,7 +158,7 @@ class App(AsyncCalls):
         dedupe: float | str = DEFAULT_DEDUPE,
         priority: int = 0,
         timeout: float | str | None = None,
-    ) -> Any:
+    ) -> Task[Any, Any] | Callable[[Callable[..., Any]], Task[Any, Any]]:
         """Register a handler `fn(run, **kwargs)` (sync or async) as a task; usable bare
         (`@app.task`) or with options (`@app.task(queue="replies", attempts=5)`)."""
 
@@ -198,10 +201,19 @@ class App(AsyncCalls):
         """Register a handler `fn(run)` as a task fired once per due time of the croniter
         expression `expr` (five fields, or six with seconds) in time zone `tz` (CRON-01); the
         task and schedule are named after the function unless `name=` says otherwise."""
-        from .cron import register
+        from .cron import Schedule, check_cron_handler, check_schedule
 
         def decorate(fn: Callable[..., Any]) -> Task[Any, Any]:
-            return register(self, fn, expr, tz=tz, queue=queue, catch_up=catch_up, name=name)
+            schedule_name = name or fn.__name__
+            if schedule_name in self.crons:
+                raise DuplicateTask(
+                    f"a cron schedule named {schedule_name!r} is already registered in this app"
+                )
+            window = check_schedule(schedule_name, expr, tz, catch_up)
+            check_cron_handler(fn, schedule_name)
+            task = self.task(name=schedule_name, queue=queue)(fn)
+            self.crons[schedule_name] = Schedule(schedule_name, expr.strip(), tz, queue, window, task)
+            return task
 
         return decorate
 
@@ -231,7 +243,7 @@ class App(AsyncCalls):
         each job. Nothing is written when any job is refused."""
         conn = options.pop("conn", None)
         new_jobs = self.new_jobs(items, options)
-        return self.store.enqueue(new_jobs, self.now(), conn=conn) if new_jobs else []
+        return self.store.enqueue(new_jobs, self.clock.store_now(), conn=conn) if new_jobs else []
 
     def new_jobs(self, items: Sequence[tuple[str, dict[str, Any]]], options: dict[str, Any]) -> list[NewJob]:
         """The NewJobs of an enqueue (sync or async), options checked and arguments in JSON."""
@@ -285,20 +297,20 @@ class App(AsyncCalls):
 
     def get(self, job_id: str, executions: bool = True) -> Job | None:
         """The job's snapshot with its executions, or None."""
-        return self.store.get(job_id, self.now(), executions=executions)
+        return self.store.get(job_id, self.clock.store_now(), executions=executions)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job (JOB-08): True when there was something to cancel."""
-        return self.store.cancel(job_id, self.now())
+        return self.store.cancel(job_id, self.clock.store_now())
 
     def retry(self, job_id: str) -> bool:
         """Run a failed or cancelled job again, with a fresh budget of attempts."""
-        return self.store.retry(job_id, self.now())
+        return self.store.retry(job_id, self.clock.store_now())
 
     def delete(self, job_id: str) -> bool:
         """Remove a job in any state with its executions and steps; jobs waiting on it are
         cancelled on record. False for an unknown id."""
-        return self.store.delete(job_id, self.now())
+        return self.store.delete(job_id, self.clock.store_now())
 
     def pause(self, queue: str) -> None:
         """Pause a queue (LIM-04): from now on no worker on any host claims its jobs; running
@@ -321,7 +333,7 @@ class App(AsyncCalls):
         """Jobs in `state` (every state when None), of `queue` (all when None), oldest first
         (newest first with `newest=True`), skipping `offset` of that order, at most `limit`."""
         return self.store.jobs(
-            state=state, queue=queue, limit=limit, now=self.now(), newest=newest, offset=offset
+            state=state, queue=queue, limit=limit, now=self.clock.store_now(), newest=newest, offset=offset
         )
 
     def watch(self, job_id: str, interval: float = 0.05, timeout: float | None = None) -> Iterator[Job]:
@@ -330,7 +342,7 @@ class App(AsyncCalls):
         deadline = None if timeout is None else time.monotonic() + timeout
         watching = Watching()
         while deadline is None or time.monotonic() < deadline:
-            seen = watching.see(self.store.get(job_id, self.now()))
+            seen = watching.see(self.store.get(job_id, self.clock.store_now()))
             if seen is not None:
                 yield seen
             if watching.done:
@@ -358,7 +370,7 @@ class App(AsyncCalls):
         )
         return worker.run()
 
-    def check(self, store_warnings: bool = False) -> Any:
+    def check(self, store_warnings: bool = False) -> Report:
         """Audit the store's durability settings; a report with `.ok` and `.findings`.
         `store_warnings=True` turns the store's FAIL items into WARN (development setups)."""
         from .check import audit_url
@@ -372,8 +384,9 @@ class App(AsyncCalls):
 
 
 def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
-    """The template with its id and payload (dataclasses.replace, without its introspection:
-    this runs once per job of an enqueue_many)."""
+    """The template with its id and payload: dataclasses.replace without its introspection, as
+    this runs once per job of an enqueue_many. Every field of NewJob is copied; a test over
+    dataclasses.fields(NewJob) fails when one is missing here."""
     return NewJob(
         id=job_id,
         task=t.task,

@@ -24,21 +24,19 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from .clock import Clock
 from .durations import parse_duration
-from .errors import ConfigError, DuplicateTask
-from .stores.base import DEFAULT_QUEUE, NewJob
-
-if TYPE_CHECKING:
-    from .app import App
-    from .task import Task
+from .errors import ConfigError
+from .stores.base import NewJob, Store
+from .task import Task
 
 FIRST_RUN_GRACE = 60.0  # a never-fired schedule fires a due time at most this old
 MAX_WAIT = 1.0  # poll() ticks at least this often, whatever the next due time
@@ -124,28 +122,20 @@ def check_schedule(name: str, expression: Any, tz: Any, catch_up: Any) -> float 
     return window or None
 
 
-def register(
-    app: App,
-    fn: Callable[..., Any],
-    expression: str,
-    *,
-    tz: str = "UTC",
-    queue: str = DEFAULT_QUEUE,
-    catch_up: float | str | None = None,
-    name: str | None = None,
-) -> Task:
-    """Register `fn` as a task and as a schedule of the same name (what `@app.cron` does)."""
-    schedule_name = name or fn.__name__
-    if schedule_name in app.crons:
-        raise DuplicateTask(f"a cron schedule named {schedule_name!r} is already registered in this app")
-    window = check_schedule(schedule_name, expression, tz, catch_up)
-    _check_cron_handler(fn, schedule_name)
-    task = app.task(name=schedule_name, queue=queue)(fn)
-    app.crons[schedule_name] = Schedule(schedule_name, expression.strip(), tz, queue, window, task)
-    return task
+class CronSource(Protocol):
+    """What a scheduler uses of an App: its schedules, its store and its one clock."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def crons(self) -> Mapping[str, Schedule]: ...
 
 
-def _check_cron_handler(fn: Callable[..., Any], name: str) -> None:
+def check_cron_handler(fn: Callable[..., Any], name: str) -> None:
     """Refuse, at decoration, a handler that the cron call `fn(run)` cannot call."""
     try:
         signature = inspect.signature(fn)
@@ -165,7 +155,7 @@ class CronScheduler:
     """Fires the app's schedules when due. Any number of schedulers may tick the same store at
     once (each worker, the supervisor's leader): the store lets one fire each due time."""
 
-    def __init__(self, app: App, log: Any) -> None:
+    def __init__(self, app: CronSource, log: Any) -> None:
         self.app, self.log = app, log
         self._first_seen: dict[str, float] = {}
         self._poll_at = 0.0
@@ -174,7 +164,7 @@ class CronScheduler:
         """Fire every due time that is due; return seconds until the next due time. Never
         raises: a failing schedule is logged and tried again on the next tick."""
         if now is None:
-            now = self._now()
+            now = self.app.clock.now()
         wait = float("inf")
         for schedule in list(self.app.crons.values()):
             try:
@@ -221,10 +211,6 @@ class CronScheduler:
                     queue=schedule.queue,
                 )
 
-    def _now(self) -> float:
-        now = self.app.now()
-        return self.app.store.now() if now is None else now
-
 
 def _aware(ts: float, zone: ZoneInfo) -> datetime:
     return datetime.fromtimestamp(ts, UTC).astimezone(zone)
@@ -234,12 +220,11 @@ def _iso(ts: float | None, zone: ZoneInfo) -> str | None:
     return None if ts is None else _aware(ts, zone).isoformat()
 
 
-def describe(app: App, now: float | None = None) -> list[dict[str, Any]]:
+def describe(app: CronSource, now: float | None = None) -> list[dict[str, Any]]:
     """Each schedule with its expression, time zone, queue, last fired and next due time (for
     `tinyjobs cron`)."""
     if now is None:
-        now = app.now()
-        now = app.store.now() if now is None else now
+        now = app.clock.now()
     rows = []
     for schedule in app.crons.values():
         last = app.store.cron_last(schedule.name)

@@ -44,6 +44,15 @@ def bound_error(text: str | None) -> str | None:
     return text[:half] + f"\n... [{len(text) - MAX_ERROR_CHARS} characters cut] ...\n" + text[-half:]
 
 
+def last_line(text: str | None) -> str | None:
+    """The last non-blank line of an error text, stripped: of a traceback, the exception and
+    its message, which is what a one-line log event shows. Empty or blank text stays as it is."""
+    if not text:
+        return text
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text
+
+
 @dataclass(frozen=True)
 class Execution:
     """One attempt of a job: who ran it, when, and how it ended (`outcome` None while running)."""

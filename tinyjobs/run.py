@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from .durations import check_due, parse_duration, until
 from .errors import LeaseLost
@@ -21,7 +21,7 @@ from .stores.base import Claimed, Store
 class Outcome:
     """A handler's answer other than a result: returned from `run.retry/snooze/fail`."""
 
-    kind: str  # "retry" | "snooze" | "fail"
+    kind: Literal["retry", "snooze", "fail"]
     delay: float | None = None
     reason: str | None = None
 

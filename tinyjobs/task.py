@@ -7,13 +7,12 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 from .errors import BadArguments, ConfigError
+from .job import Job
 
 if TYPE_CHECKING:
-    from .app import App
-    from .job import Job
     from .run import Run
 
 P = ParamSpec("P")
@@ -21,6 +20,20 @@ R = TypeVar("R", covariant=True)
 
 # Keyword arguments of `enqueue` that are options, not the task's arguments.
 ENQUEUE_OPTIONS = frozenset({"id", "key", "delay", "at", "after", "group", "priority", "conn", "queue"})
+
+
+class Enqueuer(Protocol):
+    """What a Task needs of its app: adding jobs by task name (`App` provides it)."""
+
+    def enqueue(self, task: str, args: dict[str, Any] | None = None, **options: Any) -> Job: ...
+
+    def enqueue_many(self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any) -> list[Job]: ...
+
+    async def aenqueue(self, task: str, args: dict[str, Any] | None = None, **options: Any) -> Job: ...
+
+    async def aenqueue_many(
+        self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any
+    ) -> list[Job]: ...
 
 
 @dataclass
@@ -34,7 +47,7 @@ class Task(Generic[P, R]):
     so for type checkers the enqueue options are declared ahead of them; pass them by
     keyword (the task's own arguments are keywords too: a job's arguments are a JSON object)."""
 
-    app: App
+    app: Enqueuer
     fn: Callable[Concatenate[Run, P], R]
     name: str
     queue: str
@@ -49,25 +62,35 @@ class Task(Generic[P, R]):
         self.is_async = inspect.iscoroutinefunction(self.fn)
         self._accepts = _keyword_parameters(self.fn)
 
-    def check_args(self, args: dict[str, Any]) -> None:
-        """Raise BadArguments naming the argument when the handler cannot take `args` as its
-        keyword arguments (after the Run): a missing one, or one it has no parameter for."""
+    def argument_problems(self, args: dict[str, Any]) -> list[str]:
+        """What keeps the handler from taking `args` as its keyword arguments (after the Run):
+        each missing argument, and each one it has no parameter for (with the closest name it
+        has). Empty when they fit, or when its signature cannot be read."""
         if self._accepts is None:
-            return
+            return []
         names, required, open_ended = self._accepts
         missing = required.difference(args)
         extra = () if open_ended else [k for k in args if k not in names]
-        if not missing and not extra:
-            return
         problems = [f"missing argument {m!r}" for m in sorted(missing)]
         for key in extra:
             close = difflib.get_close_matches(key, sorted(names), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             problems.append(f"unexpected argument {key!r}{hint}")
-        raise BadArguments(
-            f"task {self.name!r}: its handler {self.fn.__name__}{_signature_text(self.fn)} "
-            f"cannot take these arguments: {'; '.join(problems)}; nothing was added"
-        )
+        return problems
+
+    def describe_handler(self) -> str:
+        """`task 'name': its handler fn(run, x)`, for messages about its arguments."""
+        return f"task {self.name!r}: its handler {self.fn.__name__}{_signature_text(self.fn)}"
+
+    def check_args(self, args: dict[str, Any]) -> None:
+        """Raise BadArguments naming the argument when the handler cannot take `args` as its
+        keyword arguments (after the Run): a missing one, or one it has no parameter for."""
+        problems = self.argument_problems(args)
+        if problems:
+            raise BadArguments(
+                f"{self.describe_handler()} cannot take these arguments: {'; '.join(problems)}; "
+                "nothing was added"
+            )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

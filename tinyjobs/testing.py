@@ -85,9 +85,9 @@ class Swapped:
     def run_job(self, job_id: str) -> Job:
         """Run the due job `job_id` now, in-line, and return its snapshot once settled."""
         claimed = self.store.claim_job(job_id, self.app, self.clock.now())
-        settlement = run_one(self.app, claimed)
-        if settlement is not None:
-            self.store.settle([settlement], self.clock.now())
+        ending = run_one(self.app, claimed)
+        if ending is not None:
+            self.store.settle([ending.settlement], self.clock.now())
         found = self.app.get(job_id)
         assert found is not None, f"job {job_id} vanished while it ran"
         return found

@@ -4,41 +4,40 @@ commit). SIGTERM/SIGINT drain it; a second one stops it now."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from . import log
-from .execution import prepare, run_async, run_sync, timed_out
+from .execution import Attempt, Ending, cancelled_while_running, handed_back, prepare, timed_out
 from .heartbeat import Heartbeat
 from .holder import Holder
+from .job import last_line
 from .log import get_logger, job_fields
 from .reaper import Reaper
+from .runtime import Runtime
 from .slots import AsyncSlots, Inbox, ThreadSlots, Waker
+from .stop import StopReason
 from .storeguard import StoreGuard
-from .stores.base import Claimed, Settlement
+from .stores.base import Claimed
 from .stores.deadlines import retrying_at_most
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
-    from .app import App
+    # For the type only: tinyjobs.cron loads croniter, which an app without schedules never needs.
     from .cron import CronScheduler
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
 FULL_POLL = 0.005  # how often the store watcher looks whether a full worker has a free slot again
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
-STOPPED, RECYCLE, MAX_JOBS, ORPHANED, HARD_STOP = (
-    "stopped",
-    "recycle",
-    "max-jobs",
-    "orphaned",
-    "hard-stop",
-)
 
 
 @dataclass(slots=True)
@@ -62,7 +61,7 @@ class Worker:
 
     def __init__(
         self,
-        app: App,
+        app: Runtime,
         slots: int = 8,
         queues: Sequence[str] | None = None,
         drain_timeout: float = 30.0,
@@ -83,13 +82,14 @@ class Worker:
         self.holder = Holder.current()
         self.running: dict[str, Running] = {}
         self.finished = 0
-        self.reason: str | None = None
+        self.reason: StopReason | None = None
         self._hard = False
+        self._draining = False
         self._drain_deadline = 0.0
-        self._unsettled: list[tuple[Running, Settlement]] = []
+        self._unsettled: list[tuple[Running, Ending]] = []
         self._unsettled_since = 0.0
         self._waker = Waker()
-        # Finished attempts (entry, settlement or None when the lease was lost), from the slots.
+        # Finished attempts (entry, ending or None when the lease was lost), from the slots.
         self._results = Inbox(self._waker)
         self._threads: ThreadSlots | None = None
         self._async = AsyncSlots()
@@ -98,8 +98,8 @@ class Worker:
         # Every store call of the loop: bounded, backed off, one log line per outage.
         self._guard = StoreGuard(self._log)
         # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
-        self.reaper = Reaper(app.store, app.now, self._log, guard=self._guard) if reaper else None
-        self.heartbeat = Heartbeat(app.store, self.holder, self.queues, slots, app.now, self._log)
+        self.reaper = Reaper(app.store, app.clock.store_now, self._log, guard=self._guard) if reaper else None
+        self.heartbeat = Heartbeat(app.store, self.holder, self.queues, slots, app.clock.store_now, self._log)
         # Cron likewise: any number of schedulers may tick, the store fires each due time once.
         self.cron: CronScheduler | None = None
         if reaper and app.crons:
@@ -109,7 +109,7 @@ class Worker:
 
     # -- control (safe from signal handlers: flags and one pipe write) ----------------------
 
-    def request_stop(self, reason: str = STOPPED) -> None:
+    def request_stop(self, reason: StopReason = StopReason.STOPPED) -> None:
         """Stop claiming and drain: running jobs finish within the drain timeout."""
         if self.reason is None:
             self.reason = reason
@@ -118,17 +118,17 @@ class Worker:
     def request_hard_stop(self) -> None:
         """Hand back every running job now and stop."""
         self._hard = True
-        self.request_stop(HARD_STOP)
+        self.request_stop(StopReason.HARD_STOP)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self.reason is not None:
             self.request_hard_stop()
         else:
-            self.request_stop(STOPPED)
+            self.request_stop(StopReason.STOPPED)
 
     # -- the loop --------------------------------------------------------------------------
 
-    def run(self) -> str:
+    def run(self) -> StopReason:
         """Work until stopped; returns why: stopped, recycle (a sync handler timed out),
         max-jobs, orphaned (the parent died) or hard-stop."""
         if self.handle_signals and threading.current_thread() is threading.main_thread():
@@ -149,34 +149,45 @@ class Worker:
             self._async.close()
             self._log.info("worker.stopped", reason=self.reason, jobs=self.finished)
             log.flush()
-        return self.reason or STOPPED
+        return self.reason or StopReason.STOPPED
 
     def _loop(self) -> None:
-        draining_logged = False
-        while True:
-            self._settle_ready()
-            now = time.monotonic()
-            if self.parent_pid is not None and os.getppid() != self.parent_pid:
-                self.reason, self._hard = ORPHANED, True
-            if self.reason is not None:
-                if not draining_logged:
-                    self._log.info("worker.draining", reason=self.reason, running=len(self.running))
-                    self._drain_deadline = now + (0 if self._hard else self.drain_timeout)
-                    draining_logged = True
-                if self._hard:  # a hard stop during a drain ends the drain now
-                    self._drain_deadline = min(self._drain_deadline, now)
-                if self._finish_drain(now):
-                    return
-            self._check_timeouts(now)
-            if now >= self._next_renew:
-                self._renew()
-            if self.reason is None:
-                self._claim()
-            self._duties()
-            if self.on_tick is not None:
-                self.on_tick(self)
-            log.flush()  # this turn's events in one write, before the loop sleeps
-            self._waker.wait(self._sleep_for(now))
+        while not self._turn():
+            pass
+
+    def _turn(self) -> bool:
+        """One turn: settle what finished, drain when stopping, time out, renew, claim, then
+        the standalone duties; sleep until something is due. True once the worker is done."""
+        self._settle_ready()
+        now = time.monotonic()
+        if self._stopping(now) and self._finish_drain(now):
+            return True
+        self._check_timeouts(now)
+        if now >= self._next_renew:
+            self._renew()
+        if self.reason is None:
+            self._claim()
+        self._duties()
+        if self.on_tick is not None:
+            self.on_tick(self)
+        log.flush()  # this turn's events in one write, before the loop sleeps
+        self._waker.wait(self._sleep_for(now))
+        return False
+
+    def _stopping(self, now: float) -> bool:
+        """True while the worker stops. Notices a dead parent (stop now, SUP-05); on the first
+        turn of a stop, logs it and sets the drain's deadline, which a hard stop brings to now."""
+        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+            self.reason, self._hard = StopReason.ORPHANED, True
+        if self.reason is None:
+            return False
+        if not self._draining:
+            self._draining = True
+            self._log.info("worker.draining", reason=self.reason, running=len(self.running))
+            self._drain_deadline = now + (0 if self._hard else self.drain_timeout)
+        if self._hard:  # a hard stop during a drain ends the drain now
+            self._drain_deadline = min(self._drain_deadline, now)
+        return True
 
     def _duties(self) -> None:
         """A standalone worker's reaper and cron, bounded like every store call, and not while
@@ -226,7 +237,7 @@ class Worker:
         if free <= 0 or not self._guard.ready():
             return
         claimed = self._store_call(
-            "claim", self.app.store.claim, self.policies, self.holder, free, self.app.now()
+            "claim", self.app.store.claim, self.policies, self.holder, free, self.app.clock.store_now()
         )
         for item in claimed or []:
             self._start(item)
@@ -236,34 +247,33 @@ class Worker:
     def _start(self, claimed: Claimed) -> None:
         entry = Running(claimed, self._log.bind(**job_fields(claimed.job)), time.monotonic())
         entry.logger.info("job.started")
-        prepared = prepare(self.app.tasks, claimed, self.app.store, self.app.now)
+        attempt = prepare(self.app.tasks, claimed, self.app.store, self.app.clock.store_now)
         self.running[claimed.token] = entry
         self._next_renew = min(self._next_renew, entry.started + claimed.lease / 2)
-        if isinstance(prepared, Settlement):
-            self._results.put((entry, prepared))  # the loop's next wait returns at once to settle it
+        if isinstance(attempt, Ending):
+            self._results.put((entry, attempt))  # the loop's next wait returns at once to settle it
             return
-        timeout = self.app.timeout_for(prepared[0])
-        if prepared[0].is_async:
-            entry.future = self._async.submit(self._run_async(entry, prepared, timeout))
+        timeout = self.app.timeout_for(attempt.task)
+        if attempt.task.is_async:
+            entry.future = self._async.submit(self._run_async(entry, attempt, timeout))
             return
         if timeout is not None:
             entry.deadline = entry.started + timeout
 
         def call() -> None:
-            self._results.put((entry, run_sync(prepared, claimed)))
+            self._results.put((entry, attempt.run_sync()))
 
         assert self._threads is not None
         self._threads.submit(call)
 
-    async def _run_async(self, entry: Running, prepared: Any, timeout: float | None) -> None:
+    async def _run_async(self, entry: Running, attempt: Attempt, timeout: float | None) -> None:
         import asyncio
 
         try:
-            settlement = await run_async(prepared, entry.claimed, timeout)
+            ending = await attempt.run_async(timeout)
         except asyncio.CancelledError:
-            job = entry.claimed.job
-            settlement = Settlement(job.id, entry.claimed.token, "retry", error="cancelled while running")
-        self._results.put((entry, settlement))
+            ending = cancelled_while_running(entry.claimed)
+        self._results.put((entry, ending))
 
     def _check_timeouts(self, now: float) -> None:
         """A sync handler past its timeout cannot be stopped: keep its lease, stop claiming,
@@ -272,21 +282,21 @@ class Worker:
             if entry.deadline is not None and now >= entry.deadline and not entry.timed_out:
                 entry.timed_out = True
                 entry.logger.warning("job.timeout")
-                self.request_stop(RECYCLE)
+                self.request_stop(StopReason.RECYCLE)
 
     # -- settling ----------------------------------------------------------------------------
 
     def _settle_ready(self) -> None:
-        for entry, settlement in self._results.take_all():
+        for entry, ending in self._results.take_all():
             if entry.timed_out:
                 continue  # settled as a timeout when the process leaves
-            if settlement is None or entry.lost:
+            if ending is None or entry.lost:
                 self.running.pop(entry.claimed.token, None)
                 entry.logger.warning("job.lease_lost")
                 continue
             if not self._unsettled:
                 self._unsettled_since = time.monotonic()
-            self._unsettled.append((entry, settlement))
+            self._unsettled.append((entry, ending))
         if self._unsettled and self._settle_now():
             self._flush(self._unsettled)
 
@@ -300,31 +310,32 @@ class Worker:
             or time.monotonic() - self._unsettled_since >= LINGER
         )
 
-    def _flush(self, batch: list[tuple[Running, Settlement]]) -> bool:
-        settlements = [s for _, s in batch]
+    def _flush(self, batch: list[tuple[Running, Ending]]) -> bool:
+        settlements = [ending.settlement for _, ending in batch]
         free = self._room_after(len(batch))
+        store, now = self.app.store, self.app.clock.store_now()
         claimed: list[Claimed] = []
+        applied: list[bool] | None
         if free > 0:
             # The worker's cycle in one store call: settle what finished, take the next jobs
             # (on SQLite one transaction, one fsync, for both).
-            store, now = self.app.store, self.app.now()
             both = self._store_call(
                 "settle", store.settle_and_claim, settlements, self.policies, self.holder, free, now
             )
             applied, claimed = both if both is not None else (None, [])
         else:
-            applied = self._store_call("settle", self.app.store.settle, settlements, self.app.now())
+            applied = self._store_call("settle", store.settle, settlements, now)
         if applied is None:
             return False  # kept in self._unsettled; retried after the backoff
-        for (entry, settlement), ok in zip(batch, applied, strict=True):
+        for (entry, ending), ok in zip(batch, applied, strict=True):
             self.running.pop(entry.claimed.token, None)
             self.finished += 1
-            self._log_settlement(entry, settlement, ok)
+            self._log_ending(entry, ending, ok)
         batch.clear()
         for item in claimed:
             self._start(item)
         if self.max_jobs is not None and self.finished >= self.max_jobs:
-            self.request_stop(MAX_JOBS)
+            self.request_stop(StopReason.MAX_JOBS)
         return True
 
     def _room_after(self, settling: int) -> int:
@@ -337,21 +348,21 @@ class Worker:
             room = min(room, self.max_jobs - self.finished - len(self.running))
         return max(room, 0)
 
-    def _log_settlement(self, entry: Running, settlement: Settlement, ok: bool) -> None:
-        job, logger = entry.claimed.job, entry.logger
+    def _log_ending(self, entry: Running, ending: Ending, ok: bool) -> None:
+        """One event per settled attempt, `job.<verdict>`, or `job.lease_lost` when the store
+        refused the settlement because the lease was gone."""
+        logger, settlement, verdict = entry.logger, ending.settlement, ending.verdict
         if not ok:
             logger.warning("job.lease_lost")
-        elif settlement.outcome == "done":
+        elif verdict == "done":
             logger.info("job.done", seconds=round(time.monotonic() - entry.started, 6))
-        elif settlement.outcome == "retry" and job.attempts >= job.max_attempts:
-            logger.error("job.failed", error=_first_line(settlement.error))
-        elif settlement.outcome == "retry":
+        elif verdict == "failed":
+            logger.error("job.failed", error=last_line(settlement.error))
+        elif verdict == "retrying":
             logger.warning(
-                "job.retrying", delay=round(settlement.delay, 3), error=_first_line(settlement.error)
+                "job.retrying", delay=round(settlement.delay, 3), error=last_line(settlement.error)
             )
-        elif settlement.outcome == "fail":
-            logger.error("job.failed", error=_first_line(settlement.error))
-        elif settlement.outcome == "snooze":
+        elif verdict == "snoozed":
             logger.info("job.snoozed", delay=settlement.delay)
         else:
             logger.info("job.handed_back")
@@ -362,7 +373,7 @@ class Worker:
         live = [e for e in self.running.values() if not e.timed_out]
         if live and now < self._drain_deadline:
             return False
-        batch = [(e, Settlement(e.claimed.job.id, e.claimed.token, "handback")) for e in live if not e.lost]
+        batch = [(e, handed_back(e.claimed)) for e in live if not e.lost]
         for entry in live:
             if entry.future is not None:
                 entry.future.cancel()
@@ -381,7 +392,7 @@ class Worker:
             self._next_renew = float("inf")
             return
         tokens = [t for t, e in self.running.items() if not e.lost]
-        statuses = self._store_call("renew", self.app.store.renew, tokens, self.app.now()) or {}
+        statuses = self._store_call("renew", self.app.store.renew, tokens, self.app.clock.store_now()) or {}
         for token, status in statuses.items():
             entry = self.running.get(token)
             if entry is None or status == "ok":
@@ -396,13 +407,6 @@ class Worker:
         lease = min(e.claimed.lease for e in self.running.values())
         self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
 
-    def _store_call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    def _store_call(self, what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | None:
         """Call the store through the guard: None when it failed or a backoff is pending."""
-        return self._guard.call(what, fn, *args)
-
-
-def _first_line(text: str | None) -> str | None:
-    if not text:
-        return text
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else text
+        return self._guard.call(what, functools.partial(fn, *args, **kwargs))

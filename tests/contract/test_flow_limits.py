@@ -33,11 +33,13 @@ def app(store, clock):
 
 
 def claim(app, limit=10, pid=1):
-    return app.store.claim(app.policies(["limited"]), holder(pid=pid), limit, app.now())
+    return app.store.claim(app.policies(["limited"]), holder(pid=pid), limit, app.clock.store_now())
 
 
 def settle_all(app, claims):
-    app.store.settle([Settlement(c.job.id, c.token, "done", result="0") for c in claims], app.now())
+    app.store.settle(
+        [Settlement(c.job.id, c.token, "done", result="0") for c in claims], app.clock.store_now()
+    )
 
 
 def running_by_group(app) -> Counter:
@@ -164,9 +166,9 @@ def test_lim03_a_full_group_does_not_block_other_queues(app):
     app.enqueue("work", {"n": 2}, group="a")
     app.enqueue("other")
     both = app.policies(["limited", "free"])
-    first = app.store.claim(both, holder(pid=1), 10, app.now())
+    first = app.store.claim(both, holder(pid=1), 10, app.clock.store_now())
     assert sorted(c.job.task for c in first) == ["other", "work"]
-    assert app.store.claim(both, holder(pid=2), 10, app.now()) == []
+    assert app.store.claim(both, holder(pid=2), 10, app.clock.store_now()) == []
 
 
 def test_lim02_rate_holds_for_claimers_at_once_on_the_stores_own_clock(store):

@@ -12,24 +12,16 @@ import pytest
 from click.testing import CliRunner
 
 from tinyjobs.check import (
-    FAIL,
-    NOT_CHECKED,
-    PASS,
-    WARN,
-    Finding,
     Report,
     apply_store_warnings,
     audit_url,
-    failed,
     health_findings,
-    not_checked,
-    passed,
     scrub,
     url_secrets,
-    warned,
 )
 from tinyjobs.cli.check import check, resolve_url
 from tinyjobs.errors import ConfigError
+from tinyjobs.findings import FAIL, NOT_CHECKED, PASS, WARN, Finding, failed, not_checked, passed, warned
 from tinyjobs.stores.sqlite import filesystem as fs
 
 

@@ -19,8 +19,8 @@ def test_a_running_worker_is_listed_with_its_queues_and_slots():
     app = tinyjobs.App("memory://", clock=tinyjobs.FakeClock())
     try:
         with worker_thread(app, slots=3, queues=["mail", "reports"]):
-            wait_until(lambda: app.store.workers(now=app.now()) != [])
-            [beat] = app.store.workers(now=app.now())
+            wait_until(lambda: app.store.workers(now=app.clock.store_now()) != [])
+            [beat] = app.store.workers(now=app.clock.store_now())
             assert (beat.pid, beat.queues, beat.slots, beat.busy, beat.lost) == (
                 os.getpid(),
                 ("mail", "reports"),
@@ -28,7 +28,7 @@ def test_a_running_worker_is_listed_with_its_queues_and_slots():
                 0,
                 False,
             )
-            assert beat.host == Holder.current().hostname and beat.seen_at == app.now()
+            assert beat.host == Holder.current().hostname and beat.seen_at == app.clock.store_now()
     finally:
         app.close()
 

@@ -138,7 +138,8 @@ def test_the_store_is_not_watched_while_every_slot_is_taken():
 
 def test_a_none_result_is_stored_as_json_null_and_others_as_their_json():
     claimed = Claimed(Job("j1", "t", "q", {}, "running", attempts=1), "token", 60.0)
-    assert answer(claimed, None).result == "null"
-    assert answer(claimed, {"a": [1, None]}).result == '{"a":[1,null]}'
+    assert answer(claimed, None).settlement.result == "null"
+    assert answer(claimed, {"a": [1, None]}).settlement.result == '{"a":[1,null]}'
     refused = answer(claimed, object())
-    assert refused.outcome == "fail" and refused.error.startswith("SerializationError")
+    assert refused.settlement.outcome == "fail" and refused.settlement.error.startswith("SerializationError")
+    assert refused.verdict == "failed"

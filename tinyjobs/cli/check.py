@@ -13,8 +13,9 @@ from importlib import import_module
 import click
 
 from tinyjobs.app import DEFAULT_URL
-from tinyjobs.check import Finding, Report, audit_url, health_findings, not_checked, scrub, url_secrets
+from tinyjobs.check import Report, audit_url, health_findings, scrub, url_secrets
 from tinyjobs.errors import ConfigError, StoreError, StoreUnavailable, TinyjobsError
+from tinyjobs.findings import Finding, not_checked
 from tinyjobs.urls import mask, store_kind
 
 from .common import resolve_url as common_resolve_url

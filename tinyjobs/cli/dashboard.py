@@ -78,7 +78,7 @@ def metrics(ctx, app_spec) -> None:
 
     app = command_app(ctx, app_spec, reading=True)
     try:
-        click.echo(render(app.store, list(app.queues), now=app.now()), nl=False)
+        click.echo(render(app.store, list(app.queues), now=app.clock.store_now()), nl=False)
     finally:
         app.close()
 

@@ -102,7 +102,7 @@ def list_jobs(ctx, state, queue, limit, offset, show_all, oldest, as_json, app_s
 
     Exit status: 0 listed (even when none), 2 a store unreachable, refused or not there."""
     app = command_app(ctx, app_spec, reading=True)
-    counts = app.store.counts(app.now())
+    counts = app.store.counts(app.clock.store_now())
     total = sum(
         n
         for q, by_state in counts.items()

@@ -10,9 +10,10 @@ import click
 
 from .. import log
 from ..durations import parse_duration
+from ..stop import StopReason
 from ..storeguard import wait_until_reachable
 from ..urls import mask, store_kind
-from ..worker import RECYCLE, Worker
+from ..worker import Worker
 from .common import command_app, handle_errors
 
 
@@ -62,7 +63,7 @@ def worker(ctx, app_spec, slots, queues, drain_timeout) -> None:
     reason = w.run()
     sys.stdout.flush()
     sys.stderr.flush()
-    if reason == RECYCLE:
+    if reason == StopReason.RECYCLE:
         # The timed-out handler's thread cannot be stopped; exec ends it with the old image.
         os.execv(sys.executable, sys.orig_argv)
     os._exit(0)  # handler threads that ignored the drain must not hold the process open

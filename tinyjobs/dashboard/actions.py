@@ -105,7 +105,7 @@ def _matching(dash: Dashboard, filters: JobFilter, bound: int) -> list[str]:
     cursor = None
     while len(ids) < bound:
         jobs, cursor = dash.app.store.browse(
-            filters, cursor=cursor, limit=min(MAX_PAGE_SIZE, bound - len(ids)), now=dash.app.now()
+            filters, cursor=cursor, limit=min(MAX_PAGE_SIZE, bound - len(ids)), now=dash.app.clock.store_now()
         )
         ids.extend(job.id for job in jobs)
         if cursor is None:

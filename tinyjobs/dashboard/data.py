@@ -38,7 +38,7 @@ class Source:
 
     def now(self) -> float:
         """Now on the store's clock (or the app's test clock)."""
-        now = self.app.now()
+        now = self.app.clock.store_now()
         return self.store.now() if now is None else now
 
     # -- jobs -----------------------------------------------------------------------------
@@ -53,7 +53,9 @@ class Source:
     def browse(
         self, filters: JobFilter, cursor: str | None = None, limit: int = PAGE_SIZE
     ) -> tuple[list[dict[str, Any]], str | None]:
-        jobs, next_cursor = self.store.browse(filters, cursor=cursor, limit=limit, now=self.app.now())
+        jobs, next_cursor = self.store.browse(
+            filters, cursor=cursor, limit=limit, now=self.app.clock.store_now()
+        )
         return [self.job_dict(job) for job in jobs], next_cursor
 
     def job(self, job_id: str) -> dict[str, Any] | None:
@@ -81,7 +83,7 @@ class Source:
         """Every queue with jobs, paused, or named by the app: counts, the age of its oldest
         waiting job, its limits and whether it is paused."""
         now = self.now()
-        found = {q.name: q for q in self.store.queue_stats(now=self.app.now())}
+        found = {q.name: q for q in self.store.queue_stats(now=self.app.clock.store_now())}
         names = sorted(set(found) | set(self.app.queues))
         rows = []
         for name in names:
@@ -118,7 +120,7 @@ class Source:
         the last day, from one read of the store's series (per minute over the day)."""
         now = self.now()
         since = (now - 86400.0) // DAY_STEP * DAY_STEP + DAY_STEP  # whole 15-min buckets
-        rows = self.store.finished_series(since, step=HOUR_STEP, now=self.app.now())
+        rows = self.store.finished_series(since, step=HOUR_STEP, now=self.app.clock.store_now())
         return {
             "hour": _buckets(rows, now - 3600.0, 3600.0, HOUR_STEP),
             "day": _buckets(rows, since, 86400.0, DAY_STEP),
@@ -144,7 +146,7 @@ class Source:
         }
 
     def workers(self) -> list[dict[str, Any]]:
-        beats = self.store.workers(within=WORKERS_WITHIN, now=self.app.now())
+        beats = self.store.workers(within=WORKERS_WITHIN, now=self.app.clock.store_now())
         return [
             {
                 "host": w.host,

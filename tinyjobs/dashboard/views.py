@@ -154,5 +154,5 @@ def api_cron(dash: Dashboard, request: Request) -> Response:
 
 
 def metrics(dash: Dashboard, request: Request) -> Response:
-    body = prometheus.render(dash.app.store, list(dash.app.queues), now=dash.app.now())
+    body = prometheus.render(dash.app.store, list(dash.app.queues), now=dash.app.clock.store_now())
     return text(body, content_type="text/plain; version=0.0.4; charset=utf-8")

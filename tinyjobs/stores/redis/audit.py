@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import redis
 import redis.connection
 
-from tinyjobs.check import Finding, failed, not_checked, passed, warned
 from tinyjobs.errors import StoreUnavailable
+from tinyjobs.findings import Finding, failed, not_checked, passed, warned
 from tinyjobs.urls import mask
 
 from .connection import database, no_such_database

@@ -16,8 +16,8 @@ import os
 import sqlite3
 from urllib.parse import quote
 
-from tinyjobs.check import Finding, failed, not_checked, passed, warned
 from tinyjobs.errors import ConfigError, StoreUnavailable
+from tinyjobs.findings import Finding, failed, not_checked, passed, warned
 from tinyjobs.stores.sqlite import filesystem as fs
 from tinyjobs.urls import mask, split
 

@@ -1,0 +1,32 @@
+"""`_fill` copies a NewJob template by hand (it runs once per job): every field must reach the job."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tinyjobs.app import _fill
+from tinyjobs.stores.base import NewJob
+
+# A value of each field's type that no default has, so a field left to its default shows.
+SAMPLES: dict[str, object] = {
+    "str": "s-sample",
+    "str | None": "n-sample",
+    "int": 7,
+    "float": 12.5,
+    "float | None": 99.25,
+    "tuple[str, ...]": ("a", "b"),
+}
+
+
+def test_fill_copies_every_field_of_newjob():
+    template_values = {}
+    for f in dataclasses.fields(NewJob):
+        kind = str(f.type)  # the annotation as written (the module defers annotations)
+        assert kind in SAMPLES, f"NewJob.{f.name}: add a sample value for {kind} to this test"
+        template_values[f.name] = SAMPLES[kind]
+        assert f.default is dataclasses.MISSING or f.default != SAMPLES[kind]
+    template = NewJob(**template_values)
+
+    filled = _fill(template, "the-id", '{"x": 1}')
+
+    assert filled == dataclasses.replace(template, id="the-id", payload='{"x": 1}')
