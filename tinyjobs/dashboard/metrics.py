@@ -38,8 +38,16 @@ WORKERS_WITHIN = 15.0
 
 def render(store: Any, app_queues: Sequence[str] = (), now: float | None = None) -> str:
     """The metrics text for `store` (queues named by the app appear even with no jobs)."""
-    clock = store.now() if now is None else now
     out = _Writer()
+    _queues(out, store, app_queues, now)
+    _executions(out, store.execution_stats(DURATION_BUCKETS, now=now))
+    _workers(out, store.workers(within=WORKERS_WITHIN, now=now))
+    return out.text()
+
+
+def _queues(out: _Writer, store: Any, app_queues: Sequence[str], now: float | None) -> None:
+    """Jobs by queue and state, the oldest waiting job's age and the paused flag, per queue."""
+    clock = store.now() if now is None else now
     stats = {q.name: q for q in store.queue_stats(now=now)}
     queues = sorted(set(stats) | set(app_queues))
 
@@ -66,7 +74,9 @@ def render(store: Any, app_queues: Sequence[str] = (), now: float | None = None)
     for name in queues:
         out.sample("tinyjobs_queue_paused", {"queue": name}, int(name in stats and stats[name].paused))
 
-    executions = store.execution_stats(DURATION_BUCKETS, now=now)
+
+def _executions(out: _Writer, executions: Sequence[Any]) -> None:
+    """Finished executions by queue and outcome, and their durations as a histogram per queue."""
     out.family(
         "tinyjobs_executions_finished_total",
         "counter",
@@ -98,7 +108,9 @@ def render(store: Any, app_queues: Sequence[str] = (), now: float | None = None)
         out.sample("tinyjobs_execution_duration_seconds_sum", {"queue": name}, seconds)
         out.sample("tinyjobs_execution_duration_seconds_count", {"queue": name}, count)
 
-    beats = store.workers(within=WORKERS_WITHIN, now=now)
+
+def _workers(out: _Writer, beats: Sequence[Any]) -> None:
+    """Worker processes live and lost, and the live ones' slots, busy and in all."""
     live = [w for w in beats if not w.lost]
     out.family("tinyjobs_workers", "gauge", "Worker processes by state: live, or lost (silent).")
     out.sample("tinyjobs_workers", {"state": "live"}, len(live))
@@ -107,7 +119,6 @@ def render(store: Any, app_queues: Sequence[str] = (), now: float | None = None)
     out.sample("tinyjobs_worker_slots", {}, sum(w.slots for w in live))
     out.family("tinyjobs_worker_slots_busy", "gauge", "Job slots of the live workers running a job.")
     out.sample("tinyjobs_worker_slots_busy", {}, sum(w.busy for w in live))
-    return out.text()
 
 
 class _Writer:
