@@ -3,8 +3,10 @@
 A daemon thread of its own writes one beat every BEAT_EVERY seconds, so that a slow store (a
 beat is a round trip or three) never delays the worker's loop and its lease renewals, and a
 draining worker still beats. Idle, it costs one sleeping thread and one small write every few
-seconds (on PostgreSQL, that thread's connection). A beat that fails is logged and tried again
-at the next interval: heartbeats are for people watching, never for correctness (leases are)."""
+seconds (on PostgreSQL, that thread's connection). A beat that fails is tried again at the next
+interval and logged once per outage (`worker.heartbeat_failed`, then `worker.heartbeat_restored`),
+so a store that is down does not fill the log: heartbeats are for people watching, never for
+correctness (leases are)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from .holder import Holder
+from .storeguard import describe
 from .stores.base import Store, WorkerBeat
 
 BEAT_EVERY = 5.0  # seconds; Store.workers() calls a worker lost after 15 s of silence by default
@@ -46,13 +49,20 @@ class Heartbeat:
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failing = False
 
     def tick(self, busy: int) -> None:
-        """Write one beat now; a failure is logged, never raised."""
+        """Write one beat now; a failure is logged (once until a beat succeeds), never raised."""
         try:
             self.store.beat(replace(self.beat, busy=busy), self.now())
         except Exception as err:  # a heartbeat never stops the worker
-            self.logger.warning("worker.heartbeat_failed", error=str(err))
+            if not self._failing:
+                self.logger.warning("worker.heartbeat_failed", error=describe(err))
+            self._failing = True
+            return
+        if self._failing:
+            self.logger.info("worker.heartbeat_restored")
+        self._failing = False
 
     def start(self, busy: Callable[[], int]) -> None:
         def run() -> None:

@@ -54,3 +54,24 @@ def test_a_failing_heartbeat_is_logged_and_never_raises():
     with structlog.testing.capture_logs() as events:
         beat.tick(0)
     assert [e["event"] for e in events] == ["worker.heartbeat_failed"]
+
+
+def test_a_heartbeat_failing_again_and_again_is_logged_once_and_its_return_once():
+    class Flaky(MemoryStore):
+        down = True
+
+        def beat(self, worker, now=None):
+            if self.down:
+                raise ConnectionError("store away")
+            return super().beat(worker, now)
+
+    store = Flaky()
+    beat = Heartbeat(store, Holder.current(), ["default"], 1, lambda: None, structlog.get_logger())
+    with structlog.testing.capture_logs() as events:
+        for _ in range(3):
+            beat.tick(0)
+        store.down = False
+        beat.tick(0)
+        beat.tick(0)
+    assert [e["event"] for e in events] == ["worker.heartbeat_failed", "worker.heartbeat_restored"]
+    assert [w.busy for w in store.workers()] == [0]
