@@ -25,7 +25,7 @@ from tinyjobs.urls import mask
 
 from .appload import AppLoader
 from .config import EXIT_BOOT, EXIT_OK, BootError, SupervisorConfig
-from .health import HealthServer
+from .health import HealthServer, judge
 from .leader import Leader
 from .notify import Notifier
 from .pool import KILL_GRACE, Pool
@@ -34,7 +34,6 @@ from .signals import SignalQueue
 TURN = 0.25  # the loop wakes at least this often
 STOP_NOW_GRACE = 3.0  # after SIGQUIT, workers get this long to hand their jobs back
 STORE_RETRY = (0.5, 10.0)
-STALE_REAP = 10.0
 
 
 class Arbiter:
@@ -242,10 +241,7 @@ class Arbiter:
             "last_reload": getattr(self, "last_reload", None),  # None: no reload yet
             **leader,
         }
-        problems = _problems(doc)
-        degraded = bool(problems) and all(p.startswith("degraded:") for p in problems)
-        status = "healthy" if not problems else "degraded" if degraded else "unhealthy"
-        return {**doc, "healthy": not problems, "status": status, "problems": problems}
+        return judge(doc)
 
     def _before_leading(self) -> dict[str, Any]:
         """The leader's part of the health document while the store is not open yet."""
@@ -253,7 +249,7 @@ class Arbiter:
             "leader": False,
             "last_reap": None,
             "last_cron_tick": None,
-            "store": {"reachable": False, "error": self.store_error},
+            "store": {"reachable": False, "error": self.store_error, "since": None},
         }
 
     def _inherited_fds(self) -> list[int]:
@@ -272,20 +268,6 @@ class Arbiter:
             self.app.close()
         self.signals.close()
         self.selector.close()
-
-
-def _problems(doc: dict[str, Any]) -> list[str]:
-    """Why the supervisor is not healthy: no live worker, store unreachable, reaping stale."""
-    problems = []
-    if not any(w["state"] == "running" for w in doc["workers"]):
-        problems.append("no worker is running")
-    if not doc["store"]["reachable"]:
-        problems.append(f"store unreachable: {doc['store']['error']}")
-    if doc["leader"] and (doc["last_reap"] is None or time.time() - doc["last_reap"] > STALE_REAP):
-        problems.append("leader duties are stale: no reap in the last 10 s")
-    if (doc.get("last_reload") or {}).get("ok") is False:
-        problems.append(f"degraded: the last reload failed ({doc['last_reload']['error']})")
-    return problems
 
 
 def _version() -> str:

@@ -3,7 +3,8 @@ selector loop (no thread). Each connection gets one JSON document and is closed;
 need not speak. Whatever a client sends is read and dropped (bounded); a client that does not
 read is given a short deadline; neither ever blocks the loop.
 
-`query(path, timeout)` is the client, for `tinyjobs check --socket`."""
+`judge(doc)` says how healthy a document is; `query(path, timeout)` is the client, for
+`tinyjobs check --socket`."""
 
 from __future__ import annotations
 
@@ -24,6 +25,34 @@ MODE = 0o660
 MAX_CLIENTS = 32
 CLIENT_DEADLINE = 2.0  # seconds a client has to take its document
 MAX_ANSWER = 1 << 20
+STALE_REAP = 10.0  # a leader that has not reaped for this long is not doing its duties
+
+
+def judge(doc: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+    """`doc` with `healthy`, `status` and `problems` added (docs/operations.md, "Health socket").
+
+    `status` is "healthy" with no problem; "degraded" when workers run and every problem is one
+    that passes by itself while they keep their jobs (the store away: they wait with backoff
+    and resume when it is back; a failed reload: they run the code loaded before);
+    "unhealthy" otherwise (no worker running, leader duties stale)."""
+    now = time.time() if now is None else now
+    hard: list[str] = []
+    soft: list[str] = []
+    if not any(w.get("state") == "running" for w in doc.get("workers") or []):
+        hard.append("no worker is running")
+    store = doc.get("store") or {}
+    if not store.get("reachable"):
+        since = store.get("since")
+        away = f" for {now - since:.0f} s" if isinstance(since, int | float) else ""
+        soft.append(f"store unreachable{away}: {store.get('error')}")
+    if doc.get("leader") and (doc.get("last_reap") is None or now - doc["last_reap"] > STALE_REAP):
+        hard.append(f"leader duties are stale: no reap in the last {STALE_REAP:g} s")
+    reload = doc.get("last_reload") or {}
+    if reload.get("ok") is False:
+        soft.append(f"degraded: the last reload failed ({reload.get('error')})")
+    problems = hard + soft
+    status = "unhealthy" if hard else "degraded" if soft else "healthy"
+    return {**doc, "healthy": not problems, "status": status, "problems": problems}
 
 
 @dataclass

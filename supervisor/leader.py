@@ -95,7 +95,7 @@ class Leader:
             "leader": self.leading,
             "last_reap": self.reaper.last_reap,
             "last_cron_tick": self.last_cron_tick,
-            "store": {"reachable": self.reachable, "error": self.error},
+            "store": {"reachable": self.reachable, "error": self.error, "since": self.guard.lost_at},
         }
 
 

@@ -179,7 +179,12 @@ def health_findings(health: dict) -> list[Finding]:
     else:
         error = store.get("error", "") if isinstance(store, dict) else ""
         seen = f"unreachable {error}".strip()
-        out.append(failed("supervisor.store", seen, "check the store and the supervisor's URL"))
+        if health.get("status") == "degraded":
+            # The workers wait with backoff and resume by themselves when the store is back.
+            remedy = "check the store; the workers resume by themselves once it answers"
+            out.append(warned("supervisor.store", seen, remedy))
+        else:
+            out.append(failed("supervisor.store", seen, "check the store and the supervisor's URL"))
     for problem in health.get("problems") or []:
         if "leader" in str(problem):  # workers and store are reported above
             out.append(failed("supervisor.leader", str(problem), "see the supervisor's journal"))

@@ -6,7 +6,8 @@ and a supervised pool runs the jobs. Servers of the test's own on free loopback 
 What must hold: every job whose enqueue returned is there and runs; no job is run by two
 holders at once; the supervisor and its workers ride through without a crash, an exit or a
 respawn, reconnect by themselves and log one line when the store is lost and one when it is
-back; health says unhealthy (store unreachable) while it is away and healthy after; the
+back; health says degraded (store unreachable, with the reason) while it is away and healthy
+after, and `tinyjobs check --socket` warns then (exit 0); the
 enqueuing process prints nothing behind the application's back."""
 
 from __future__ import annotations
@@ -106,8 +107,18 @@ def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(
             timeout=15,
             what="health to say the store is unreachable",
         )
-        assert down["healthy"] is False
+        assert down["healthy"] is False and down["status"] == "degraded", down
         assert any(p.startswith("store unreachable") for p in down["problems"]), down["problems"]
+        checked = subprocess.run(
+            [sys.executable, "-m", "tinyjobs", "check", "--socket", sup.socket_path, "--json"],
+            env={k: v for k, v in harness.env().items() if k != "TINYJOBS_URL"},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        findings = {f["setting"]: f for f in json.loads(checked.stdout)["findings"]}
+        assert findings["supervisor.store"]["status"] in ("WARN", "PASS"), findings  # PASS: back already
+        assert checked.returncode == 0, checked.stdout + checked.stderr
         # Down long enough for every worker to notice (they retry for a second first).
         wait_until(
             lambda: {e["pid"] for e in sup.event("store.unreachable")} >= {sup.pid, *workers},
@@ -135,7 +146,8 @@ def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(
             timeout=15,
             what="health to say healthy again",
         )
-        assert up["store"] == {"reachable": True, "error": None}
+        assert up["store"] == {"reachable": True, "error": None, "since": None}
+        assert up["status"] == "healthy"
 
         assert sup.proc.poll() is None, "the supervisor exited"
         assert sorted(sup.running_workers()) == workers, "a worker was replaced (crash loop?)"

@@ -31,7 +31,7 @@ def test_sup09_the_document_has_every_field_and_the_socket_is_0660(harness):
     for worker in doc["workers"]:
         assert {"pid", "state", "jobs", "last_heartbeat"} <= set(worker)
         assert worker["last_heartbeat"] < 5
-    assert doc["store"] == {"reachable": True, "error": None}
+    assert doc["store"] == {"reachable": True, "error": None, "since": None}
     assert doc["leader"] is True and doc["last_reap"] is not None
     assert "last_cron_tick" in doc
     assert doc["healthy"] is True and doc["problems"] == []

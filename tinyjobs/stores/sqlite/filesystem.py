@@ -169,3 +169,61 @@ def classify(mount: Mount) -> tuple[str, str]:
     if "kubernetes.io~empty-dir" in mount.root:
         return "ephemeral", "a Kubernetes emptyDir, deleted with its pod"
     return "local", f"{fstype} is a local filesystem"
+
+
+# --- the database file under running processes (issue 17) -------------------------------------
+
+FileId = tuple[int, int]
+_FS_IOC_GETFLAGS = 0x80086601  # _IOR('f', 1, long) on 64-bit Linux
+_FS_IMMUTABLE_FL = 0x00000010
+_FS_APPEND_FL = 0x00000020
+
+
+def file_id(path: str | os.PathLike) -> FileId | None:
+    """(st_dev, st_ino) of the file at `path`, or None when nothing is there. A connection's
+    file is gone, or another, when this changes: SQLite keeps the inode it opened, so a
+    process whose file was removed would go on writing into a file nobody else can see."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def immutable(path: str | os.PathLike) -> bool:
+    """True when `path` carries the immutable or append-only attribute (chattr +i / +a): then
+    not even root may write it. False when it cannot be told (no such file, no ioctl)."""
+    import array
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        flags = array.array("l", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
+        return bool(flags[0] & (_FS_IMMUTABLE_FL | _FS_APPEND_FL))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def why_unwritable(path: str | os.PathLike) -> str | None:
+    """A plain reason why the database at `path` (or its -wal beside it) cannot be written, or
+    None when none is visible from here (then SQLite's own error is all there is to say). Read
+    only after a write failed: it costs a few system calls."""
+    path = os.fspath(path)
+    if file_id(path) is None:
+        return f"the file {path!r} is not there (removed?)"
+    if read_only(path):
+        return f"the filesystem holding {path!r} is mounted read-only"
+    for name in (path, path + "-wal"):
+        if immutable(name):
+            return f"{name!r} is immutable (chattr +i); not even root may write it"
+        if os.path.exists(name) and not os.access(name, os.W_OK):
+            return f"{name!r} is not writable by this user"
+    if free_bytes(path) <= 0:
+        return f"the disk holding {path!r} is full"
+    return None

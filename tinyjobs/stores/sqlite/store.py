@@ -19,6 +19,7 @@ from tinyjobs.urls import mask
 from .claim import claim_jobs
 from .connection import Target, immediate, snapshot
 from .enqueue import enqueue_batch
+from .filesystem import why_unwritable
 from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
 from .pool import Pool
 from .rows import Q, as_json, to_execution, to_job
@@ -71,7 +72,8 @@ class SQLiteStore(SQLiteViews):
             with immediate(conn, self.url):
                 yield conn
         except sqlite3.OperationalError as err:
-            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {err}") from None
+            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}") from None
+        self._pool.written_to_current_file()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -80,7 +82,7 @@ class SQLiteStore(SQLiteViews):
             with snapshot(self._pool.get()) as conn:
                 yield conn
         except sqlite3.OperationalError as err:
-            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {err}") from None
+            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}") from None
 
     # -- adding ---------------------------------------------------------------------------
 
@@ -358,3 +360,10 @@ class SQLiteStore(SQLiteViews):
     def close(self) -> None:
         """Close the connections; the store is unusable afterwards (see Pool.close)."""
         self._pool.close()
+
+
+def _explained(err: sqlite3.Error, path: str) -> str:
+    """SQLite's error, with the plain reason when one is visible ("disk I/O error" alone does not
+    say that the file was made read-only or immutable)."""
+    reason = None if "locked" in str(err) else why_unwritable(path)
+    return f"{err}: {reason}" if reason else str(err)
