@@ -16,6 +16,7 @@ connections of one loop; callers beyond it wait their turn without blocking the 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +29,7 @@ from ...errors import NotSupported, StoreError, StoreUnavailable
 from ...job import Job
 from ..aio import LoopLocal
 from ..base import NewJob
+from ..deadlines import CONNECT, retry_window
 from . import steps
 from .config import Settings
 from .enqueue import added_one, caller_steps, enqueue_steps, existing_steps, holding, one_params
@@ -41,6 +43,26 @@ _GONE = (pgerrors.AdminShutdown, pgerrors.CannotConnectNow, pgerrors.CrashShutdo
 _IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
+class _BoundedAsync(psycopg.AsyncConnection):
+    """As connection._Bounded, for asyncio: every wait for the server ends after `round_trip`
+    seconds (unless the caller gives its own timeout), so a stalled network fails the call
+    instead of leaving the awaiting task suspended for ever. A wait that timed out leaves the
+    connection in an unknown state: it is closed, and the caller sees it as dropped (tried
+    again on a fresh connection while that is safe, as after any dropped connection)."""
+
+    round_trip: float = 15.0
+
+    async def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        try:
+            return await super().wait(gen, interval, self.round_trip if timeout is None else timeout)
+        except pgerrors._WaitTimeout:
+            if timeout is not None:
+                raise  # the caller's own deadline: the connection is fine
+            self.pgconn.finish()
+            silence = f"no answer from the server within {self.round_trip:g} s"
+            raise psycopg.OperationalError(silence) from None
+
+
 class _Pool:
     """The connections of one event loop: at most `size` at once, idle ones reused."""
 
@@ -52,14 +74,25 @@ class _Pool:
 
     async def connect(self) -> tuple[psycopg.AsyncConnection, bool]:
         """A new connection and whether its writes must raise synchronous_commit."""
+        # As the sync store: a caller that asked to give up soon (retrying_at_most) is not held
+        # for the whole connect_timeout by a server that does not answer.
+        patience = retry_window(float("inf"))
+        timeout = max(2, math.ceil(patience)) if patience < CONNECT else None
         try:
-            conn = await psycopg.AsyncConnection.connect(self.settings.conninfo, autocommit=True)
+            conn = await _BoundedAsync.connect(
+                self.settings.conninfo, autocommit=True, connect_timeout=timeout
+            )
         except psycopg.Error as err:
             reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {reason}") from None
+        conn.round_trip = self.settings.round_trip
         self.all.add(conn)
-        cur = await conn.execute("SHOW synchronous_commit")
-        row = await cur.fetchone()
+        try:
+            cur = await conn.execute("SHOW synchronous_commit")
+            row = await cur.fetchone()
+        except psycopg.Error as err:
+            await self.discard(conn)
+            raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {err}") from None
         return conn, row is not None and row[0] in _WEAK
 
     async def discard(self, conn: psycopg.AsyncConnection) -> None:
@@ -125,7 +158,7 @@ class AsyncPostgresStore:
         """`attempt(conn, weak, retrying, sent)` until it returns, as the sync store's
         Connections._retrying: reconnect with backoff after a dropped connection; once a COMMIT
         may have reached the server (sent[0]) only an idempotent operation is tried again."""
-        deadline = time.monotonic() + self.retry_for
+        deadline = time.monotonic() + retry_window(self.retry_for)
         delay, retrying = 0.05, False
         while True:
             sent = [False]
