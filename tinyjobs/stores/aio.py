@@ -35,6 +35,7 @@ T = TypeVar("T")
 THREADS = 4
 IN_FLIGHT = 4  # enqueue batches of one loop in flight at once
 BATCH = 100  # jobs in one batch at most: bounds the loop's work decoding one reply
+WAKE = 8  # callers resumed in one turn of the loop at most (see Grouped._send)
 
 
 @runtime_checkable
@@ -166,8 +167,10 @@ class Grouped:
     and the loop would run fifty clients' worth of callbacks. Here an enqueue joins the
     pending list of its loop; up to IN_FLIGHT flushers each send everything pending as one
     `enqueue` (one script, one transaction, one fsync), then resolve each caller with its
-    own jobs' snapshots. A caller alone goes out at the next turn of the loop, in a batch of
-    its own, by the store's single-job path.
+    own jobs' snapshots, WAKE callers per turn of the loop (so that fifty callers building
+    their next jobs do not hold the loop for milliseconds in one stretch; what they add goes
+    out as one batch once all are resumed). A caller alone goes out at the next turn of the
+    loop, in a batch of its own, by the store's single-job path.
 
     The guarantees are the store's: a caller's result comes after the batch committed
     (acknowledged = durable); a caller's own jobs are all-or-nothing (the batch is); ids and
@@ -189,20 +192,23 @@ class Grouped:
         pending = await self._batches.get()
         future: asyncio.Future[list[Job]] = asyncio.get_running_loop().create_future()
         pending.items.append((list(jobs), now, future))
-        if pending.flying < IN_FLIGHT:
+        # A flusher still resuming its batch's callers takes what they add once it is through
+        # (one batch, as before the callers were resumed in groups): no new flusher for that.
+        if pending.flying < IN_FLIGHT and not pending.resuming:
             pending.flying += 1
             pending.tasks.add(asyncio.create_task(self._flush(pending)))
         return await future
 
     async def _flush(self, pending: _Pending) -> None:
         try:
-            while pending.items:
-                await self._send(pending.take())
+            # While another flusher resumes its callers, it takes what they add (see enqueue).
+            while pending.items and not pending.resuming:
+                await self._send(pending.take(), pending)
         finally:
             pending.flying -= 1
             pending.tasks.discard(asyncio.current_task())
 
-    async def _send(self, batch: list[_Item]) -> None:
+    async def _send(self, batch: list[_Item], pending: _Pending) -> None:
         now = batch[0][1]
         try:
             out = await self.inner.enqueue([job for jobs, _, _ in batch for job in jobs], now)
@@ -222,9 +228,25 @@ class Grouped:
                 future.cancel()
             raise
         start = 0
-        for jobs, _, future in batch:
-            _settle(future, out[start : start + len(jobs)])
-            start += len(jobs)
+        pending.resuming += 1
+        try:
+            for n, (jobs, _, future) in enumerate(batch):
+                if n and n % WAKE == 0:
+                    # The callers resolved so far resume in the next turn of the loop, each
+                    # building its next job (tens of microseconds apiece); resolving fifty at
+                    # once would make one stretch of milliseconds that no timer or I/O callback
+                    # can interrupt. A turn in between every WAKE callers lets them in.
+                    await asyncio.sleep(0)
+                _settle(future, out[start : start + len(jobs)])
+                start += len(jobs)
+            if len(batch) > WAKE:
+                await asyncio.sleep(0)  # the last group, too, adds its next jobs to one batch
+        except BaseException:  # cancelled in between: no caller is left waiting for ever
+            for _, _, future in batch:
+                future.cancel()  # a no-op for those already resolved
+            raise
+        finally:
+            pending.resuming -= 1
 
     async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
         return await self.inner.get(job_id, now, executions=executions)
@@ -248,6 +270,7 @@ class _Pending:
     def __init__(self) -> None:
         self.items: list[_Item] = []
         self.flying = 0
+        self.resuming = 0  # flushers resuming their callers (Grouped._send)
         self.tasks: set[asyncio.Task[None]] = set()  # referenced, so that none is collected
 
     def take(self) -> list[_Item]:
