@@ -61,7 +61,8 @@ def test_sup10_ready_status_watchdog_and_stopping_reach_notify_socket(harness, a
     job = app.enqueue("environment", {})
     seen = wait_until(lambda: harness.marks_of("environment"), timeout=15, what="the job")
     assert seen[0]["seen"] == [], "job code does not inherit NOTIFY_SOCKET or WATCHDOG_*"
-    assert app.get(job.id).state == "done"
+    # The mark is written by the handler, before its worker settles the job: wait for that.
+    wait_until(lambda: app.get(job.id).state == "done", timeout=15, what="the job settled")
     sup.signal(signal.SIGTERM)
     assert sup.wait_exit(30) == 0
     stopping = [m for m in notify.messages() if m.get("STOPPING") == "1"]
