@@ -41,7 +41,9 @@ def judge(doc: dict[str, Any], now: float | None = None) -> dict[str, Any]:
     if not any(w.get("state") == "running" for w in doc.get("workers") or []):
         hard.append("no worker is running")
     store = doc.get("store") or {}
-    if not store.get("reachable"):
+    if store.get("reachable") is None:
+        soft.append("store not asked yet")  # the leader's first tick comes in the first turn
+    elif not store["reachable"]:
         since = store.get("since")
         away = f" for {now - since:.0f} s" if isinstance(since, int | float) else ""
         soft.append(f"store unreachable{away}: {store.get('error')}")
