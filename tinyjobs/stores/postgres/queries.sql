@@ -107,6 +107,15 @@ WHERE j.state IN ('failed', 'cancelled')
    OR (j.state = 'done' AND j.expires_at <= EXCLUDED.created_at)
 RETURNING {jcols}, (j.xmax <> 0) AS replaced
 
+-- name: transaction_clock
+-- The clock of enqueue's `t` when no `now` is given: the transaction's start time.
+SELECT extract(epoch FROM now())::float8
+
+-- name: copy_jobs
+-- bulk.py: a batch of new pending jobs in one binary stream; seq by the column's default (m004).
+COPY {jobs} (id, task, queue, payload, priority, due, state, max_attempts, attempt_budget, grp,
+    dedupe, keep, created_at) FROM STDIN (FORMAT BINARY)
+
 -- name: enqueue_existing
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT {cols}, t.now,

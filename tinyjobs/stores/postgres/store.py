@@ -16,7 +16,7 @@ from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
-from . import claims, settle, steps
+from . import bulk, claims, settle, steps
 from .config import Settings
 from .connection import Connections
 from .enqueue import caller_steps, existing, read_one, send_one
@@ -77,9 +77,25 @@ class PostgresStore(PostgresViews):
         def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
             return enqueue_tx(cur, self.q, jobs, now, None)
 
-        added = _past_key_races(lambda: self._run(op))
+        added = self._copy(jobs, now) if bulk.copyable(jobs) else None
+        if added is None:
+            added = _past_key_races(lambda: self._run(op))
         self._notify({job.queue for job in added if job.created})
         return added
+
+    def _copy(self, jobs: Sequence[NewJob], now: float | None) -> list[Job] | None:
+        """The batch written through COPY (bulk.py), or None when an id of it is taken (the
+        transaction rolled back: the general path then finds or replaces that job). Safe to
+        send again after an unanswered COMMIT: a batch that did commit then meets its own ids
+        and goes the general way, which reports each job as found."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
+            return bulk.copy_in(cur, self.q, jobs, now)
+
+        try:
+            return self._run(op)
+        except pgerrors.UniqueViolation:
+            return None
 
     def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
         """One job without parents: its transaction and the wake-up of its queue's waiters in
