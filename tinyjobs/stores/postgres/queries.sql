@@ -493,8 +493,10 @@ FROM unnest(%(queues)b::text[]) AS q
 -- LIM-04: a claim takes this shared lock per queue it asks for, in a statement of its own
 -- before the claim statement, and `pause` the exclusive one before it writes: a claim in flight
 -- when pause starts commits before pause returns, and a later claim statement (a new snapshot
--- under READ COMMITTED) sees the paused row.
-SELECT pg_advisory_xact_lock_shared(hashtextextended(%(schema)s || '/pause/' || q, 0))
+-- under READ COMMITTED) sees the paused row. It also sets generic_plans' setting for the rest
+-- of the transaction (one statement fewer in the worker's cycle, which sends this first).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+    pg_advisory_xact_lock_shared(hashtextextended(%(schema)s || '/pause/' || q, 0))
 FROM unnest(%(queues)b::text[]) AS q ORDER BY q
 
 -- name: pause

@@ -189,10 +189,18 @@ class PostgresStore(PostgresViews):
         leases it may have taken end by the reaper."""
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
-            conn.execute(self.q["generic_plans"])
             settling, claiming = conn.cursor(), conn.cursor()
+            # First, the generic plans' setting, with the claim's pause locks when it claims
+            # (taken early: held a few statements longer, one statement fewer).
+            locking = claims.wanted(queues, limit)
+            if locking:
+                claims.lock(claiming, self.q, self.schema, queues)
+            else:
+                claiming.execute(self.q["generic_plans"])
             dependents = settle.send(settling, self.q, settlements, now) if settlements else None
-            read_claims = claims.start(claiming, self.q, self.schema, queues, holder, limit, now)
+            read_claims = claims.start(
+                claiming, self.q, self.schema, queues, holder, limit, now, locked=locking
+            )
             applied, due_again = (
                 settle.finish(settling, self.q, settlements, now, retrying, dependents)
                 if settlements
