@@ -154,12 +154,18 @@ class PostgresStore(PostgresViews):
         limit: int,
         now: float | None = None,
     ) -> list[Claimed]:
-        """Take up to `limit` leases in one transaction (see claims.py)."""
+        """Take up to `limit` leases in one transaction (see claims.py), sent in pipeline
+        mode: BEGIN, the pause locks, the claim and COMMIT leave together and the claimed rows
+        are read after the COMMIT, one round trip for a claim without limits (a limited
+        queue's counts are read on the way). Not retried once sent: the leases it may have
+        taken end by the reaper."""
+        if not claims.wanted(queues, limit):
+            return []
 
-        def op(cur: psycopg.Cursor, retrying: bool) -> list[Claimed]:
-            return claims.start(cur, self.q, self.schema, queues, holder, limit, now)()
+        def send(conn: psycopg.Connection, retrying: bool) -> Callable[[], list[Claimed]]:
+            return claims.start(conn.cursor(), self.q, self.schema, queues, holder, limit, now)
 
-        return self._run(op, idempotent=False)
+        return self._conns.pipeline(send, idempotent=False, raise_sync=self._raise_sync)
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
         """Extend live leases in one statement; "lost" for tokens no longer on a running job."""
