@@ -26,8 +26,8 @@ from ..rules import PENDING, created_snapshot
 MIN_BATCH = 16
 
 # The COPY's columns (queries.sql `copy_jobs`) and their types, for the binary format.
-TYPES = ("text", "text", "text", "text", "int4", "float8", "text", "int4", "int4", "text")
-TYPES += ("float8", "float8", "float8")
+TYPES = ["text", "text", "text", "text", "int4", "float8", "text", "int4", "int4", "text"]
+TYPES += ["float8", "float8", "float8"]
 
 
 def copyable(jobs: Sequence[NewJob]) -> bool:
