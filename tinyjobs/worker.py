@@ -36,7 +36,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
-FULL_POLL = 0.005  # how often the store watcher looks whether a full worker has a free slot again
+WATCH_FOR = 2.0  # the store watcher's wait: it comes back this often to see whether to stop
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
 
 
@@ -89,6 +89,9 @@ class Worker:
         self._unsettled: list[tuple[Running, Ending]] = []
         self._unsettled_since = 0.0
         self._waker = Waker()
+        # Set while a slot is free: the store watcher sleeps on it while the worker is full.
+        self._room = threading.Event()
+        self._room.set()
         # Finished attempts (entry, ending or None when the lease was lost), from the slots.
         self._results = Inbox(self._waker)
         self._threads: ThreadSlots | None = None
@@ -171,6 +174,7 @@ class Worker:
         if self.on_tick is not None:
             self.on_tick(self)
         log.flush()  # this turn's events in one write, before the loop sleeps
+        self._show_room()
         self._waker.wait(self._sleep_for(now))
         return False
 
@@ -214,18 +218,26 @@ class Worker:
             wake_at = min(wake_at, self._unsettled_since + LINGER)
         return max(self._guard.retry_at - now if self._guard.delay else 0.0, wake_at - now, 0.0)
 
+    def _show_room(self) -> None:
+        """Tell the store watcher whether a slot is free (an Event, changed only when it flips)."""
+        if len(self.running) < self.slots:
+            if not self._room.is_set():
+                self._room.set()
+        elif self._room.is_set():
+            self._room.clear()
+
     def _watch_store(self) -> None:
         """Wake the loop when the store says jobs may have changed (another process enqueued),
         while a slot is free. A full worker has no use for the news: it claims anyway as its
-        jobs finish (settle_and_claim), and watching costs (SQLite's wait polls every
-        millisecond while the store is busy), so the watch pauses then."""
+        jobs finish (settle_and_claim), so the watcher then sleeps until the loop shows room
+        again (no polling: an idle or full worker's threads all sleep in the kernel)."""
         store = self.app.store
         while self.reason is None:
-            if len(self.running) >= self.slots:
-                time.sleep(FULL_POLL)
+            if not self._room.is_set():
+                self._room.wait(WATCH_FOR)
                 continue
             try:
-                if store.wait(self.queues, 0.5) and len(self.running) < self.slots:
+                if store.wait(self.queues, WATCH_FOR) and self._room.is_set():
                     self._waker.wake()
             except Exception:  # the loop reports store errors; this thread only wakes it
                 time.sleep(0.5)
