@@ -83,7 +83,9 @@ def one_run(python: str, url: str, seconds: float, settle: float, probes: int) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--url", default="sqlite:////tmp/tinyjobs-idle.db")
     parser.add_argument("--python", default=sys.executable, help="the worker's interpreter")
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 from psycopg import sql
@@ -47,8 +47,16 @@ class Listener:
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
-    def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        """Block until a notification for one of `queues` arrives (True) or `timeout` passes."""
+    def wait(
+        self,
+        queues: Sequence[str],
+        timeout: float,
+        until_due: Callable[[psycopg.Connection], float | None] | None = None,
+    ) -> bool:
+        """Block until a notification for one of `queues` arrives (True) or `timeout` passes.
+        With `until_due` (run on the listening connection: notifications that arrive meanwhile
+        wait in psycopg's backlog), also True once the seconds it returns have passed: a
+        scheduled job fell due."""
         deadline = time.monotonic() + max(timeout, 0.0)
         if not self._lock.acquire(timeout=max(timeout, 0.0)):
             return False
@@ -58,8 +66,15 @@ class Listener:
                 time.sleep(max(0.0, min(POLL, deadline - time.monotonic())))
                 return time.monotonic() < deadline
             wanted = set(queues)
+            due_at = float("inf")
+            if until_due is not None:
+                seconds = until_due(conn)
+                if seconds is not None:
+                    due_at = time.monotonic() + seconds
             while True:
-                left = deadline - time.monotonic()
+                if time.monotonic() >= due_at:
+                    return True
+                left = min(deadline, due_at) - time.monotonic()
                 if left <= 0:
                     return False
                 for note in conn.notifies(timeout=left, stop_after=1):

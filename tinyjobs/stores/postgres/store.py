@@ -34,9 +34,9 @@ __all__ = ["GOT", "LISTED", "PostgresStore"]
 
 
 class PostgresStore(PostgresViews):
-    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared."""
+    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared, timed."""
 
-    capabilities = frozenset({"transactions", "notify", "shared"})
+    capabilities = frozenset({"transactions", "notify", "shared", "timed"})
 
     def __init__(self, settings: Settings, retry_for: float = 10.0, listen: bool = True) -> None:
         self.settings = settings
@@ -48,6 +48,8 @@ class PostgresStore(PostgresViews):
         self._raise_sync = self.q["raise_sync_commit"]
         self.listen = listen  # False: wake-ups by polling (PgBouncer transaction pooling)
         self._listener = Listener(self._conns, self._channel, enabled=listen)
+        if not listen:  # polling wakes every POLL whatever is due: workers claim by the clock
+            self.capabilities = self.capabilities - {"timed"}
 
     def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any:
         return self._conns.run(op, write=write, idempotent=idempotent, raise_sync=self._raise_sync)
@@ -311,7 +313,14 @@ class PostgresStore(PostgresViews):
         self._one("resign", {"name": name, "holder": holder}, write=True)
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        return self._listener.wait(queues, timeout)
+        """LISTEN for the queues' notifications, and return by the time the earliest scheduled
+        job of the queues falls due ("timed": a worker then need not claim by the clock)."""
+
+        def until_due(conn: psycopg.Connection) -> float | None:
+            row = conn.execute(self.q["until_due"], {"now": None, "queues": list(queues)}).fetchone()
+            return None if row is None else row[0]
+
+        return self._listener.wait(queues, timeout, until_due if queues else None)
 
     def aio(self) -> Any:
         """The async twin of this store's front door (enqueue, get, cancel, retry): aio.py."""

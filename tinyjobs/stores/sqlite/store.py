@@ -73,11 +73,12 @@ class SQLiteStore(SQLiteViews):
         return time.time() if now is None else now
 
     @contextmanager
-    def _write(self, ring: bool = True) -> Iterator[sqlite3.Connection]:
+    def _write(self, ring: bool = False) -> Iterator[sqlite3.Connection]:
         """One write transaction on this thread's connection; with `ring`, the doorbell rings
-        after it commits. The default rings (a write of the views, such as resume, may make
-        jobs claimable); the worker's frequent writes that cannot (claim, renew, lead) pass
-        False, and those that only sometimes can ring themselves once they know."""
+        after it commits. Only writes that can make a job claimable ring (enqueue, resume...);
+        those that only sometimes can ring themselves once they know (settle, reap, retry).
+        Heartbeats, claims, renewals and the leader's lease never ring: an idle fleet's
+        writes wake nobody."""
         conn = self._pool.get()
         try:
             with immediate(conn, self.url):
@@ -105,7 +106,7 @@ class SQLiteStore(SQLiteViews):
             # The rows exist once the caller commits, which we do not see: no ring (it would
             # come too early); waiters find them at their SAFETY_TICK, workers at their claim.
             return self._enqueue_on(conn, jobs, self._now(now))
-        with self._write() as db:
+        with self._write(ring=True) as db:
             return enqueue_batch(db.cursor(), jobs, self._now(now))
 
     def _enqueue_on(self, conn: Any, jobs: Sequence[NewJob], now: float) -> list[Job]:
@@ -123,7 +124,9 @@ class SQLiteStore(SQLiteViews):
                 # Autocommit and no transaction open: there is nothing to join, so the
                 # batch commits on its own, as one transaction.
                 with immediate(conn, self.url):
-                    return enqueue_batch(cur, jobs, now)
+                    added = enqueue_batch(cur, jobs, now)
+                self._bell.ring()
+                return added
             # Python's own transaction control would BEGIN at our first insert: do it now,
             # so that the reads that check ids and keys are inside it as well.
             cur.execute(_BEGIN.get(conn.isolation_level.upper(), "BEGIN"))
@@ -148,7 +151,7 @@ class SQLiteStore(SQLiteViews):
 
     def fire_cron(self, schedule: str, due: float, job: NewJob, now: float | None = None) -> bool:
         """One transaction: record `due` for `schedule` if later than the last, and enqueue."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             if db.execute(Q["fire_cron"], (schedule, due)).rowcount != 1:
                 return False
@@ -174,7 +177,7 @@ class SQLiteStore(SQLiteViews):
     ) -> tuple[list[bool], list[Claimed]]:
         """One transaction: the settlements, then the claim (one fsync for both). Rings when
         the settlements may have made jobs claimable (see _settled)."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             flags, ring = self._settled(db, settlements, at, queues)
             claimed = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else []
@@ -217,7 +220,7 @@ class SQLiteStore(SQLiteViews):
         """One transaction: limits counted and leases taken together (LIM-01)."""
         if limit <= 0 or not queues:
             return []
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             return claim_jobs(db, queues, holder, limit, at)
 
@@ -225,7 +228,7 @@ class SQLiteStore(SQLiteViews):
         """One statement for all tokens."""
         if not tokens:
             return {}
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             rows = db.execute(Q["renew"], {"now": at, "tokens": as_json(tokens)}).fetchall()
         live: dict[str, LeaseStatus] = {row[0]: "cancel" if row[1] else "ok" for row in rows}
@@ -233,7 +236,7 @@ class SQLiteStore(SQLiteViews):
 
     def save_step(self, token: str, name: str, value: str, now: float | None = None) -> bool:
         """One statement: written only while `token` holds the job."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             params = {"token": token, "name": name, "value": value}
             return db.execute(Q["save_step"], params).rowcount == 1
 
@@ -241,7 +244,7 @@ class SQLiteStore(SQLiteViews):
         """All settlements in one transaction: one fsync for the whole batch."""
         if not settlements:
             return []
-        with self._write(ring=False) as db:
+        with self._write() as db:
             flags, ring = self._settled(db, settlements, self._now(now), None)
         if ring:
             self._bell.ring()
@@ -249,7 +252,7 @@ class SQLiteStore(SQLiteViews):
 
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
         """One transaction: expired leases end as "lease expired"."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             rows = db.execute(Q["reap"], (at, limit)).fetchall()
             for row in rows:
@@ -268,7 +271,7 @@ class SQLiteStore(SQLiteViews):
         """One transaction: every lease of these holders ends as "worker lost" (DUR-02)."""
         if not holders:
             return 0
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             ids = as_json(holder.id for holder in holders)
             rows = db.execute(Q["end_leases"], (ids,)).fetchall()
@@ -284,7 +287,7 @@ class SQLiteStore(SQLiteViews):
         """One transaction: a job not yet running is deleted (its dependents cancelled on
         record); a running one is marked; False for a final or unknown job. No ring: nothing
         becomes claimable."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             row = db.execute(Q["job_by_id"], (job_id,)).fetchone()
             if row is None or row["state"] in STORED_FINAL:
@@ -300,7 +303,7 @@ class SQLiteStore(SQLiteViews):
         """One statement: a failed or cancelled job due again now with a fresh budget. False
         also when its dedup key is now held by another live job."""
         try:
-            with self._write(ring=False) as db:
+            with self._write() as db:
                 at = self._now(now)
                 retried = db.execute(Q["retry"], {"id": job_id, "now": at}).rowcount == 1
         except sqlite3.IntegrityError:
@@ -367,7 +370,7 @@ class SQLiteStore(SQLiteViews):
 
     def purge(self, now: float | None = None, limit: int = 1000) -> int:
         """One transaction: final jobs past their window go, with steps and executions."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             seqs = [row[0] for row in db.execute(Q["purge"], {"now": at, "limit": limit})]
             delete_jobs(db, seqs)
@@ -375,15 +378,20 @@ class SQLiteStore(SQLiteViews):
 
     def lead(self, name: str, holder: str, ttl: float, now: float | None = None) -> bool:
         """One statement: take the lease when free or expired, or renew it when held."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             at = self._now(now)
             params = {"name": name, "holder": holder, "now": at, "ttl": ttl}
             return db.execute(Q["lead"], params).rowcount == 1
 
     def resign(self, name: str, holder: str) -> None:
         """One statement."""
-        with self._write(ring=False) as db:
+        with self._write() as db:
             db.execute(Q["resign"], (name, holder))
+
+    def resume(self, queue: str) -> None:
+        """See SQLiteViews.resume; then rings: the queue's waiting jobs are claimable again."""
+        super().resume(queue)
+        self._bell.ring()
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
         """Sleep until the doorbell rings (doorbell.py: writers ring it after commits that can
