@@ -17,7 +17,7 @@ from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
 from .claim import claim_jobs
-from .connection import Target, immediate, snapshot
+from .connection import Target, begin_immediate, immediate, snapshot
 from .doorbell import Doorbell
 from .enqueue import enqueue_batch
 from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
@@ -81,8 +81,16 @@ class SQLiteStore(SQLiteViews):
         writes wake nobody."""
         conn = self._pool.get()
         try:
-            with immediate(conn, self.url):
+            # connection.immediate() inlined: one generator frame less per write (every
+            # enqueue, claim and settle goes through here).
+            begin_immediate(conn, self.url)
+            try:
                 yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
         except sqlite3.OperationalError as err:
             raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {err}") from None
         if ring:
