@@ -62,14 +62,16 @@ class Watch:
     def __init__(self, fd: int, path: str) -> None:
         self.fd, self.path, self.pid = fd, path, os.getpid()
         self.lost = False  # the watched file was deleted or moved: make a new watch
+        self._poll = select.poll()  # not select(): descriptors past 1023 are fine
+        self._poll.register(fd, select.POLLIN)
 
     def ready(self, timeout: float) -> bool:
         """True when the bell rang since the last `ready` (events consumed), within `timeout`."""
         try:
-            readable, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+            events = self._poll.poll(max(0, int(timeout * 1000 + 0.999)))
         except InterruptedError:
             return True
-        return bool(readable) and self.drain()
+        return bool(events) and self.drain()
 
     def drain(self) -> bool:
         """Consume pending events; True if there were any. Notices a bell that is gone."""
