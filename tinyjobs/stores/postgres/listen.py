@@ -51,12 +51,13 @@ class Listener:
         self,
         queues: Sequence[str],
         timeout: float,
-        until_due: Callable[[psycopg.Connection], float | None] | None = None,
+        until_due: Callable[[psycopg.Connection], tuple[float | None, float | None]] | None = None,
     ) -> bool:
         """Block until a notification for one of `queues` arrives (True) or `timeout` passes.
         With `until_due` (run on the listening connection: notifications that arrive meanwhile
-        wait in psycopg's backlog), also True once the seconds it returns have passed: a
-        scheduled job fell due."""
+        wait in psycopg's backlog), also True once a scheduled job falls due: it returns the
+        seconds until then (None: none scheduled) and when to ask it again (None: not before
+        the timeout)."""
         deadline = time.monotonic() + max(timeout, 0.0)
         if not self._lock.acquire(timeout=max(timeout, 0.0)):
             return False
@@ -66,17 +67,23 @@ class Listener:
                 time.sleep(max(0.0, min(POLL, deadline - time.monotonic())))
                 return time.monotonic() < deadline
             wanted = set(queues)
-            due_at = float("inf")
-            if until_due is not None:
-                seconds = until_due(conn)
-                if seconds is not None:
-                    due_at = time.monotonic() + seconds
+            due_at = ask_at = float("inf")
+            ask = until_due is not None
             while True:
-                if time.monotonic() >= due_at:
+                clock = time.monotonic()
+                if ask and until_due is not None:
+                    due_in, ask_in = until_due(conn)
+                    due_at = float("inf") if due_in is None else clock + due_in
+                    ask_at = float("inf") if ask_in is None else clock + ask_in
+                    ask = False
+                if clock >= due_at:
                     return True
-                left = min(deadline, due_at) - time.monotonic()
-                if left <= 0:
+                if clock >= deadline:
                     return False
+                if clock >= ask_at:
+                    ask = True
+                    continue
+                left = min(deadline, due_at, ask_at) - clock
                 for note in conn.notifies(timeout=left, stop_after=1):
                     if not wanted or note.payload in wanted:
                         return True

@@ -321,20 +321,20 @@ class PostgresStore(PostgresViews):
 
         key = tuple(queues)
 
-        def until_due(conn: psycopg.Connection) -> float | None:
+        def until_due(conn: psycopg.Connection) -> tuple[float | None, float | None]:
             # At 50 jobs a second a notification ends every wait: one query per wait would
-            # double the watcher's cost. A due time read less than DUE_FRESH ago is used again,
-            # but then only until DUE_FRESH is over (a job scheduled since is due at most that
-            # late, the bound of IDLE_POLL's claims before).
+            # double the watcher's cost. A due time read less than DUE_FRESH ago is used again
+            # (it may miss a job scheduled since, whose notification ended an earlier wait),
+            # and read anew once DUE_FRESH is over: such a job starts at most that late, the
+            # bound of the worker's IDLE_POLL claims.
             clock = time.monotonic()
             read_at, due_at = self._due_seen.get(key, (float("-inf"), None))
             if clock - read_at >= DUE_FRESH:
                 row = conn.execute(self.q["until_due"], {"now": None, "queues": list(queues)}).fetchone()
                 seconds = None if row is None or row[0] is None else float(row[0])
                 self._due_seen[key] = (clock, None if seconds is None else clock + seconds)
-                return seconds
-            fresh_for = read_at + DUE_FRESH - clock
-            return fresh_for if due_at is None else min(due_at - clock, fresh_for)
+                return seconds, None  # fresh: later news comes by notification
+            return (None if due_at is None else due_at - clock), read_at + DUE_FRESH - clock
 
         return self._listener.wait(queues, timeout, until_due if queues else None)
 
