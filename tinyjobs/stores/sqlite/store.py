@@ -406,16 +406,17 @@ class SQLiteStore(SQLiteViews):
         make jobs claimable), looking at PRAGMA data_version once a SAFETY_TICK too; poll
         data_version instead where the doorbell cannot be watched. Either way a change since
         this thread's last look counts, so a job added between a claim and this call is not
-        missed: the watch keeps the rings that come between two calls, and a new watch (which
-        has not seen the rings before it) wakes at once."""
+        missed: the watch keeps the rings that come between two calls, and data_version the
+        commits before a new watch (after a fork, say) was made."""
         deadline = time.monotonic() + max(timeout, 0.0)
         conn = self._pool.get("wait")  # raises once the store was closed
         watch, new = self._bell.watch()
         if watch is None:
             return self._poll(deadline)
-        if new:
-            self._changed_since(conn)  # the baseline of the safety tick
-            return True  # a spurious wake-up: rings before the watch was made are unseen
+        if new and self._changed_since(conn):
+            # A new watch has not seen the rings before it: data_version covers them (a
+            # thread's first look only sets the baseline, as the polling fallback does).
+            return True
         while True:
             left = deadline - time.monotonic()
             if watch.ready(min(left, SAFETY_TICK)):
