@@ -119,10 +119,15 @@ def test_a_read_only_file_stops_the_work_clearly_without_spinning_and_it_resumes
     finally:
         store.close()
     # One line when the file became unwritable, one when it was back, per process.
-    lost, back = sup.event("store.unreachable"), sup.event("store.reachable")
+    lost = sup.event("store.unreachable")
     by_pid = {pid: sum(e["pid"] == pid for e in lost) for pid in [sup.pid, *workers]}
     assert set(by_pid.values()) == {1}, by_pid
-    assert sorted(e["pid"] for e in back) == sorted(e["pid"] for e in lost)
+    # An idle worker says the store is back at its next store call (a heartbeat, within seconds).
+    wait_until(
+        lambda: sorted(e["pid"] for e in sup.event("store.reachable")) == sorted(e["pid"] for e in lost),
+        timeout=15,
+        what="one store.reachable per process that logged store.unreachable",
+    )
     assert sorted(sup.running_workers()) == workers and sup.event("worker.exited") == []
     sup.signal(signal.SIGTERM)
     assert sup.wait_exit(30) == 0
