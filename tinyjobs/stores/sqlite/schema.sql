@@ -206,3 +206,40 @@ CREATE INDEX jobs_browse_queue ON jobs (queue, created_at, id);
 CREATE INDEX jobs_browse_rare ON jobs (state, created_at, id)
     WHERE state IN ('failed', 'cancelled', 'blocked');
 CREATE INDEX executions_ended ON executions (ended_at, outcome) WHERE ended_at IS NOT NULL;
+
+-- migration: 3
+-- Migration 2's browse indexes and per-insert count triggers cost enqueue a third of its bulk
+-- rate (docs/measured.md). Nothing the dashboard needs is written per enqueue any more:
+-- - browse walks the rowid (seq: enqueue order) newest first; a filter no index serves reads
+--   a bounded window of seqs per call (views.py). Only the rare states keep an index, whose
+--   entries move when a job fails, is cancelled or waits on others, not when it is enqueued.
+-- - job_counts holds the final states only (done, failed, cancelled), kept by triggers that
+--   fire when a job reaches or leaves one (a settlement, a retry, a purge): one small-page
+--   update per finished job, none per enqueue or claim. The live states are counted from their
+--   partial indexes (jobs_claim, jobs_running, jobs_rare) at each read.
+DROP INDEX jobs_browse;
+DROP INDEX jobs_browse_queue;
+DROP INDEX jobs_browse_rare;
+CREATE INDEX jobs_rare ON jobs (state) WHERE state IN ('failed', 'cancelled', 'blocked');
+DROP TRIGGER job_counts_insert;
+DROP TRIGGER job_counts_delete;
+DROP TRIGGER job_counts_update;
+DELETE FROM job_counts WHERE state NOT IN ('done', 'failed', 'cancelled');
+CREATE TRIGGER job_counts_born AFTER INSERT ON jobs
+WHEN new.state IN ('done', 'failed', 'cancelled') BEGIN
+    INSERT OR IGNORE INTO job_counts (queue, state, n) VALUES (new.queue, new.state, 0);
+    UPDATE job_counts SET n = n + 1 WHERE queue = new.queue AND state = new.state;
+END;
+CREATE TRIGGER job_counts_reached AFTER UPDATE OF state ON jobs
+WHEN new.state IN ('done', 'failed', 'cancelled') AND new.state != old.state BEGIN
+    INSERT OR IGNORE INTO job_counts (queue, state, n) VALUES (new.queue, new.state, 0);
+    UPDATE job_counts SET n = n + 1 WHERE queue = new.queue AND state = new.state;
+END;
+CREATE TRIGGER job_counts_left AFTER UPDATE OF state ON jobs
+WHEN old.state IN ('done', 'failed', 'cancelled') AND new.state != old.state BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
+END;
+CREATE TRIGGER job_counts_gone AFTER DELETE ON jobs
+WHEN old.state IN ('done', 'failed', 'cancelled') BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
+END;
