@@ -242,8 +242,7 @@ DELETE FROM paused WHERE queue = ?
 
 -- name: browse
 -- views.py fills the WHERE placeholder from the fixed conditions below. Newest first is seq
--- descending (the rowid: enqueue order), walked on the table itself or, for the rare states,
--- on jobs_rare (state, rowid).
+-- descending (the rowid: enqueue order), walked on the table itself.
 SELECT * FROM jobs WHERE {where} ORDER BY seq DESC LIMIT :limit
 
 -- name: browse_ends
@@ -257,10 +256,6 @@ seq >= :floor
 
 -- name: browse_state
 state = :stored
-
--- name: browse_rare
--- The literal IN list lets the planner use the partial index jobs_rare.
-state = :stored AND state IN ('failed', 'cancelled', 'blocked')
 
 -- name: browse_split
 (CASE WHEN :split = 'scheduled' THEN due > :now ELSE due <= :now END)
@@ -284,15 +279,12 @@ ORDER BY j.seq LIMIT :limit
 SELECT s.name, s.value FROM steps s JOIN jobs j ON j.seq = s.job_seq WHERE j.id = ?
 
 -- name: job_counts
--- The final states, kept by triggers (schema.sql, migration 3).
-SELECT queue, state, n FROM job_counts WHERE n > 0 AND state IN ('done', 'failed', 'cancelled')
+-- blocked and the final states, kept by triggers (schema.sql, migration 3).
+SELECT queue, state, n FROM job_counts
+WHERE n > 0 AND state IN ('blocked', 'done', 'failed', 'cancelled')
 
 -- name: running_counts
 SELECT queue, count(*) FROM jobs INDEXED BY jobs_running WHERE state = 'running' GROUP BY queue
-
--- name: blocked_counts
-SELECT queue, count(*) FROM jobs INDEXED BY jobs_rare
-WHERE state = 'blocked' AND state IN ('failed', 'cancelled', 'blocked') GROUP BY queue
 
 -- name: pending_split
 -- Per queue: pending jobs, those not yet due (scheduled), and the oldest due time of those due.

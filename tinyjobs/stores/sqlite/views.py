@@ -2,10 +2,10 @@
 
 A mixin of SQLiteStore (it uses the store's `_read`, `_write` and `_now`). Nothing here is
 written per enqueue (schema.sql, migration 3). Cost at 10^6 jobs: browse walks the table by seq
-(or jobs_rare) newest first and stops at the page, reading at most WINDOW seqs per call when a
-filter has no index; queue_stats reads job_counts and counts the live states on their partial
-indexes; finished_series walks executions_ended over the window asked; execution_stats reads
-the exec_stats rollup. docs/store-contract.md states the contracts."""
+newest first and stops at the page, reading at most WINDOW seqs per call when filtered;
+queue_stats reads job_counts and counts pending and running on their partial indexes;
+finished_series walks executions_ended over the window asked; execution_stats reads the
+exec_stats rollup. docs/store-contract.md states the contracts."""
 
 from __future__ import annotations
 
@@ -48,13 +48,10 @@ else:
     _Base = object
 
 
-# A browse whose filters no index serves reads at most this many seqs per call (about 50 ms
-# of a full scan's 10^6 rows); on jobs_rare (failed, cancelled, blocked) with further filters,
-# RARE_WINDOW (those rows are few: it reads only theirs).
+# A filtered browse reads at most this many seqs per call (no index serves a filter: an index
+# written per enqueue is what migration 3 took away).
 WINDOW = 100_000
-RARE_WINDOW = 2_000_000
 EXACT_SERIES = 6 * 3600  # finished_series reads the executions for windows up to this long
-RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_rare
 SEQ_MARK = "seq"  # the id part of a SQLite cursor: it names a seq, not a (created_at, id)
 
 
@@ -85,25 +82,23 @@ class SQLiteViews(_Base):
         limit: int = 50,
         now: float | None = None,
     ) -> tuple[list[Job], str | None]:
-        """Newest first by seq. Walked on the table (or jobs_rare), stopping at the page; when
-        a filter has no index of its own (queue, task, text, a live state), one call reads at
-        most WINDOW seqs back from where it starts, and a page that window did not fill comes
-        back short (even empty) with a cursor to go on from the window's end."""
+        """Newest first by seq, walked on the table and stopping at the page. With any filter,
+        one call reads at most WINDOW seqs back from where it starts, and a page that window
+        did not fill comes back short (even empty) with a cursor to go on from the window's
+        end."""
         check_browse(filter, limit)
         at = self._now(now)
         stored, split = stored_state(filter.state)
         params: dict[str, object] = {"limit": limit + 1, "now": at, "stored": stored, "split": split}
-        where = ["1"]
+        where = [Q["browse_after"]]
         with self._read() as db:
             first, last = db.execute(Q["browse_ends"]).fetchone()
             start = last + 1
             if cursor:
                 start = min(start, seq_of(cursor))
-                where.append(Q["browse_after"])
             params["after"] = start
-            rare = stored in RARE_STATES
             if stored is not None:
-                where.append(Q["browse_rare" if rare else "browse_state"])
+                where.append(Q["browse_state"])
             if split is not None:
                 where.append(Q["browse_split"])
             for name in ("queue", "task", "text"):
@@ -111,11 +106,8 @@ class SQLiteViews(_Base):
                 if value is not None:
                     params[name] = value
                     where.append(Q[f"browse_{name}"])
-            unindexed = (stored is not None and not rare) or any(
-                getattr(filter, name) is not None for name in ("queue", "task", "text")
-            )
-            floor = start - (RARE_WINDOW if rare else WINDOW)
-            bounded = unindexed and floor > first
+            floor = start - WINDOW
+            bounded = len(where) > 2 and floor > first
             if bounded:
                 params["floor"] = floor
                 where.append(Q["browse_window"])
@@ -138,9 +130,9 @@ class SQLiteViews(_Base):
 
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
         """Exact, without counting the finished jobs: job_counts (kept by triggers when a job
-        reaches or leaves a final state) gives done, failed and cancelled; the live states are
-        counted on their partial indexes (pending on jobs_claim, split into scheduled and
-        waiting by due; running on jobs_running; blocked on jobs_rare)."""
+        reaches or leaves one of those states) gives blocked, done, failed and cancelled;
+        pending (split into scheduled and waiting by due) and running are counted on their
+        partial indexes, jobs_claim and jobs_running."""
         at = self._now(now)
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
@@ -157,9 +149,8 @@ class SQLiteViews(_Base):
                 add(queue, "waiting", pending - (scheduled or 0))
                 if first is not None:
                     oldest[queue] = first
-            for state in ("running", "blocked"):
-                for queue, n in db.execute(Q[f"{state}_counts"]):
-                    add(queue, state, n)
+            for queue, n in db.execute(Q["running_counts"]):
+                add(queue, "running", n)
             paused = paused_queues(db)
         return [
             QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
