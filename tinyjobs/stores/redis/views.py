@@ -102,10 +102,11 @@ class RedisViews(_Base):
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
         reply = json.loads(self._run("queue_stats", [codec.now_arg(now)]))
         out = []
-        for name, flat, oldest, paused in _list(reply[1]):
+        for name, flat, oldest, paused, past in _list(reply[1]):
             flat = _list(flat)
             counts = {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
-            out.append(QueueStats(name, counts, float(oldest) if oldest else None, paused == "1"))
+            due = float(oldest) if oldest else None
+            out.append(QueueStats(name, counts, due, paused == "1", past_lease=int(past)))
         return sorted(out, key=lambda s: s.name)
 
     def finished_series(

@@ -283,6 +283,11 @@ SELECT s.name, s.value FROM steps s JOIN jobs j ON j.seq = s.job_seq WHERE j.id 
 SELECT queue, state, n FROM job_counts
 WHERE n > 0 AND state IN ('blocked', 'done', 'failed', 'cancelled')
 
+-- name: past_lease
+-- Running jobs whose lease expired and that no reaper has returned yet (reap takes <= now).
+SELECT queue, count(*) FROM jobs INDEXED BY jobs_lease
+WHERE state = 'running' AND lease_expires <= :now GROUP BY queue
+
 -- name: running_counts
 SELECT queue, count(*) FROM jobs INDEXED BY jobs_running WHERE state = 'running' GROUP BY queue
 

@@ -151,9 +151,12 @@ class SQLiteViews(_Base):
                     oldest[queue] = first
             for queue, n in db.execute(Q["running_counts"]):
                 add(queue, "running", n)
+            past = dict(db.execute(Q["past_lease"], {"now": at}).fetchall())
             paused = paused_queues(db)
         return [
-            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            QueueStats(
+                name, counts.get(name, {}), oldest.get(name), name in paused, past_lease=past.get(name, 0)
+            )
             for name in sorted(set(counts) | paused)
         ]
 
