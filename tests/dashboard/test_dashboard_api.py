@@ -260,3 +260,26 @@ def test_head_and_static_files(client) -> None:
     assert js.headers["content-type"].startswith("text/javascript") and b"data-live" in js.body
     assert client.get("/static/../wsgi.py").status == 404
     assert client.get("/static/nothing.js").status == 404
+
+
+def test_a_page_the_bounded_search_did_not_fill_says_so_and_goes_on(app, client, monkeypatch) -> None:
+    """SQLite reads a bounded window of jobs per filtered page (here made 5 wide): a match
+    older than the window is on a later page, and the short page says why it is short."""
+    if app.store.url.split(":", 1)[0] != "sqlite":
+        pytest.skip("the bounded window is SQLite's")
+    from tinyjobs.stores.sqlite import views
+
+    monkeypatch.setattr(views, "WINDOW", 5)
+    old = app.enqueue("report", {"day": "needle"})
+    for i in range(12):
+        app.enqueue("send", {"to": f"u{i}"})
+    page = client.get("/jobs?q=needle")
+    assert page.status == 200 and 'id="partial"' in page.text and old.id not in page.text
+    seen, cursor = [], None
+    for _ in range(5):
+        listing = client.get("/api/jobs?q=needle" + (f"&cursor={cursor}" if cursor else "")).json()
+        seen += [j["id"] for j in listing["jobs"]]
+        cursor = listing["next"]
+        if cursor is None:
+            break
+    assert seen == [old.id] and cursor is None

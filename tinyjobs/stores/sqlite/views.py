@@ -107,7 +107,7 @@ class SQLiteViews(_Base):
                     params[name] = value
                     where.append(Q[f"browse_{name}"])
             floor = start - WINDOW
-            bounded = len(where) > 2 and floor > first
+            bounded = len(where) > 1 and floor > first  # any filter besides browse_after
             if bounded:
                 params["floor"] = floor
                 where.append(Q["browse_window"])
