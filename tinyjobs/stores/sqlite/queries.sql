@@ -246,7 +246,8 @@ DELETE FROM paused WHERE queue = ?
 SELECT * FROM jobs WHERE {where} ORDER BY seq DESC LIMIT :limit
 
 -- name: browse_ends
-SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM jobs
+-- Two subqueries: SQLite reads min() or max() alone off the b-tree's edge, both at once by a scan.
+SELECT coalesce((SELECT min(seq) FROM jobs), 0), coalesce((SELECT max(seq) FROM jobs), 0)
 
 -- name: browse_after
 seq < :after

@@ -50,7 +50,7 @@ else:
 
 # A filtered browse reads at most this many seqs per call (no index serves a filter: an index
 # written per enqueue is what migration 3 took away).
-WINDOW = 100_000
+WINDOW = 50_000
 EXACT_SERIES = 6 * 3600  # finished_series reads the executions for windows up to this long
 SEQ_MARK = "seq"  # the id part of a SQLite cursor: it names a seq, not a (created_at, id)
 
