@@ -131,13 +131,16 @@ class QueueStats:
     """One queue at a glance: reported state -> number of jobs (states with none left out),
     the due time of its oldest waiting (due) job, and whether it is paused (LIM-04).
     `estimated`: the counts of the final states (done, failed, cancelled) are estimates (a
-    store too large to count them at each request; the live states are always exact)."""
+    store too large to count them at each request; the live states are always exact).
+    `past_lease`: running jobs whose lease expired (lease_expires <= now) and that no reaper
+    has returned yet: their worker is gone or stalled."""
 
     name: str
     counts: dict[str, int]
     oldest_due_at: float | None
     paused: bool
     estimated: bool = False
+    past_lease: int = 0
 
 
 @dataclass(frozen=True)

@@ -89,8 +89,11 @@ class MemoryViews(_Base):
         t = self._at(now)
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
+        past: dict[str, int] = {}
         with self._read():
             for row in self._rows.values():
+                if row.lease_expired(t):
+                    past[row.queue] = past.get(row.queue, 0) + 1
                 state = row.reported_state(t)
                 by_state = counts.setdefault(row.queue, {})
                 by_state[state] = by_state.get(state, 0) + 1
@@ -98,7 +101,9 @@ class MemoryViews(_Base):
                     oldest[row.queue] = min(oldest.get(row.queue, row.due), row.due)
             paused = set(self._paused)
         return [
-            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            QueueStats(
+                name, counts.get(name, {}), oldest.get(name), name in paused, past_lease=past.get(name, 0)
+            )
             for name in sorted(set(counts) | paused)
         ]
 

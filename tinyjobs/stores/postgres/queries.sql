@@ -584,7 +584,18 @@ WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) A
 SELECT queue, CASE WHEN due > t.now THEN 'scheduled' ELSE 'waiting' END, count(*)
 FROM {jobs}, t WHERE state = 'pending' GROUP BY 1, 2
 UNION ALL
-SELECT queue, state, count(*) FROM {jobs} WHERE state IN ('running', 'blocked') GROUP BY 1, 2
+-- Each state on its own partial index (an IN over both has no index: a scan of every row).
+SELECT queue, state, count(*) FROM {jobs} WHERE state = 'running' GROUP BY 1, 2
+UNION ALL
+SELECT queue, state, count(*) FROM {jobs}
+WHERE state = 'blocked' AND state IN ('failed', 'cancelled', 'blocked') GROUP BY 1, 2
+
+-- name: past_lease
+-- Running jobs whose lease expired and that no reaper has returned yet (reap takes <= now):
+-- walks jobs_running (lease_expires) WHERE state = 'running'.
+SELECT queue, count(*) FROM {jobs}
+WHERE state = 'running' AND lease_expires <= COALESCE(%(now)s::float8, extract(epoch FROM now())::float8)
+GROUP BY queue
 
 -- name: final_sample
 -- Final jobs per queue and state, estimated from a sample of the table's pages (the same pages
