@@ -75,6 +75,7 @@ class Row:
     holder: str | None = None
     steps: dict[str, str] = field(default_factory=dict)
     executions: list[ExecutionRow] = field(default_factory=list)
+    mark: int = 0  # the store's index: which heap entries of this row are current (index.py)
 
     @classmethod
     def new(cls, job: NewJob, seq: int, now: float) -> Row:
@@ -178,6 +179,10 @@ class Limits:
             if row.state == RUNNING:
                 for scope in _scopes(row):
                     self.running[scope] = self.running.get(scope, 0) + 1
+
+    def queue_room(self, queue: str, policy: QueuePolicy) -> bool:
+        """True when the queue itself is not full (by concurrency or rate)."""
+        return self._room((queue, None), policy.concurrency, policy.rate)
 
     def room(self, row: Row, policy: QueuePolicy) -> bool:
         """True when neither the queue nor the row's group is full (by concurrency or rate)."""
