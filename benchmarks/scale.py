@@ -375,6 +375,48 @@ def plot(records: list[dict[str, Any]], target: str) -> None:
     fig.savefig(target, dpi=90)
 
 
+TABLE = (
+    ("bytes_per_job", "bytes/job", "{:.0f}"),
+    ("cycle_jobs_per_s", "claim+settle jobs/s", "{:,.0f}"),
+    ("cycle_cpu_us", "claim+settle CPU µs/job", "{:,.0f}"),
+    ("enqueue_p50_ms", "enqueue p50 / p99 ms", "{:.2f}"),
+    ("enqueue_cpu_us", "enqueue CPU µs", "{:,.0f}"),
+    ("get_done_cpu_us", "get done CPU µs", "{:,.0f}"),
+    ("get_waiting_cpu_us", "get waiting CPU µs", "{:,.0f}"),
+    ("jobs_waiting_cpu_us", "jobs(waiting) CPU µs", "{:,.0f}"),
+    ("jobs_done_cpu_us", "jobs(done) CPU µs", "{:,.0f}"),
+    ("jobs_done_newest_cpu_us", "jobs(done, newest) CPU µs", "{:,.0f}"),
+    ("counts_cpu_us", "counts CPU µs", "{:,.0f}"),
+    ("purge_jobs_per_s", "purge jobs/s", "{:,.0f}"),
+    ("purge_empty_cpu_us", "empty purge CPU µs", "{:,.0f}"),
+)
+
+
+def table(records: list[dict[str, Any]]) -> str:
+    """A markdown table per store: one row per figure, one column per size."""
+    last: dict[tuple[str, int], dict[str, Any]] = {}
+    for record in records:
+        last[(record["store"], record["size"])] = record
+    out = []
+    for store in STORES:
+        sizes = sorted(size for s, size in last if s == store)
+        if not sizes:
+            continue
+        out.append(f"| {store} | " + " | ".join(f"{size:,}" for size in sizes) + " |")
+        out.append("| --- |" + " --- |" * len(sizes))
+        for field, title, fmt in TABLE:
+            cells = []
+            for size in sizes:
+                record = last[(store, size)]
+                cell = fmt.format(record[field]) if field in record else ""
+                if field == "enqueue_p50_ms" and "enqueue_p99_ms" in record:
+                    cell += " / " + fmt.format(record["enqueue_p99_ms"])
+                cells.append(cell)
+            out.append(f"| {title} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -383,6 +425,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--out", help="append one JSON line per store and size to this file")
     parser.add_argument("--plot", help="write a PNG of every record in --out to this path")
+    parser.add_argument("--table", action="store_true", help="print the records of --out as markdown")
     parser.add_argument(
         "--sqlite", default="/tmp/tinyjobs-scale/scale.db", help="the SQLite file (removed first)"
     )
@@ -403,11 +446,15 @@ def main() -> None:
         if name not in OPENERS:
             parser.error(f"unknown store {name!r}: one of {', '.join(STORES)}")
         run(name, sizes, args)
-    if args.plot:
+    if args.plot or args.table:
         if not args.out:
-            parser.error("--plot draws the records of --out")
+            parser.error("--plot and --table read the records of --out")
         with open(args.out) as handle:
-            plot([json.loads(line) for line in handle if line.strip()], args.plot)
+            records = [json.loads(line) for line in handle if line.strip()]
+        if args.plot:
+            plot(records, args.plot)
+        if args.table:
+            print(table(records))
 
 
 if __name__ == "__main__":
