@@ -274,14 +274,22 @@ def open_postgres(args: argparse.Namespace) -> Opened:
             ).fetchone()
             return int(row[0] if row else 0)
 
-    # The server's CPU: the backends of the store's database (this machine's, read from /proc).
+    # The server's CPU: the backends of the store's database (this machine's, read from /proc),
+    # summed as increments per backend, so that a backend that exits takes nothing back (the
+    # last slice of a backend that exits between two readings, a parallel worker's, is missed).
     monitor = psycopg.connect(config.conninfo, autocommit=True)
+    seen: dict[int, float] = {}
+    total = [0.0]
 
     def server_cpu() -> float:
         pids = monitor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
-        return sum(_proc_cpu(pid) for (pid,) in pids)
+        for (pid,) in pids:
+            now = _proc_cpu(pid)
+            total[0] += max(0.0, now - seen.get(pid, 0.0))
+            seen[pid] = now
+        return total[0]
 
     return store, size, server_cpu
 
