@@ -388,20 +388,20 @@ TABLE = (
     ("cycle_jobs_per_s", "claim+settle jobs/s", "{:,.0f}"),
     ("cycle_cpu_us", "claim+settle CPU µs/job", "{:,.0f}"),
     ("enqueue_p50_ms", "enqueue p50 / p99 ms", "{:.2f}"),
-    ("enqueue_cpu_us", "enqueue CPU µs", "{:,.0f}"),
-    ("get_done_cpu_us", "get done CPU µs", "{:,.0f}"),
-    ("get_waiting_cpu_us", "get waiting CPU µs", "{:,.0f}"),
-    ("jobs_waiting_cpu_us", "jobs(waiting) CPU µs", "{:,.0f}"),
-    ("jobs_done_cpu_us", "jobs(done) CPU µs", "{:,.0f}"),
-    ("jobs_done_newest_cpu_us", "jobs(done, newest) CPU µs", "{:,.0f}"),
-    ("counts_cpu_us", "counts CPU µs", "{:,.0f}"),
+    ("get_done_p50_ms", "get (done) ms", "{:.2f}"),
+    ("get_waiting_p50_ms", "get (waiting, ahead) ms", "{:.2f}"),
+    ("jobs_waiting_p50_ms", "jobs(waiting) ms", "{:.1f}"),
+    ("jobs_done_p50_ms", "jobs(done) ms", "{:.1f}"),
+    ("jobs_done_newest_p50_ms", "jobs(done, newest) ms", "{:.1f}"),
+    ("counts_p50_ms", "counts ms", "{:.1f}"),
     ("purge_jobs_per_s", "purge jobs/s", "{:,.0f}"),
-    ("purge_empty_cpu_us", "empty purge CPU µs", "{:,.0f}"),
+    ("purge_empty_p50_ms", "purge, nothing due, ms", "{:.2f}"),
 )
 
 
 def table(records: list[dict[str, Any]]) -> str:
-    """A markdown table per store: one row per figure, one column per size."""
+    """A markdown table per store: one row per figure (wall-clock p50s, but the CPU row), one
+    column per size."""
     last: dict[tuple[str, int], dict[str, Any]] = {}
     for record in records:
         last[(record["store"], record["size"])] = record
