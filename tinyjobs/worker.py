@@ -19,7 +19,8 @@ from .execution import Attempt, Ending, cancelled_while_running, handed_back, pr
 from .heartbeat import Heartbeat
 from .holder import Holder
 from .job import last_line
-from .log import get_logger, job_fields
+from .joblog import JobLoggers
+from .log import get_logger
 from .reaper import Reaper
 from .runtime import Runtime
 from .slots import AsyncSlots, Inbox, ThreadSlots, Waker
@@ -95,6 +96,7 @@ class Worker:
         self._async = AsyncSlots()
         self._next_renew = float("inf")
         self._log = get_logger(pid=os.getpid())
+        self._job_logger = JobLoggers(pid=os.getpid())
         # Every store call of the loop: bounded, backed off, one log line per outage.
         self._guard = StoreGuard(self._log)
         # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
@@ -245,7 +247,7 @@ class Worker:
             self._waker.wake()  # there may be more; come back once slots free up
 
     def _start(self, claimed: Claimed) -> None:
-        entry = Running(claimed, self._log.bind(**job_fields(claimed.job)), time.monotonic())
+        entry = Running(claimed, self._job_logger(claimed.job), time.monotonic())
         entry.logger.info("job.started")
         attempt = prepare(self.app.tasks, claimed, self.app.store, self.app.clock.store_now)
         self.running[claimed.token] = entry
