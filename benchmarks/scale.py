@@ -5,7 +5,7 @@ measure the same operations at each size.
     python benchmarks/scale.py --stores memory,sqlite --sizes 10000,100000 --out /tmp/scale.jsonl
     python benchmarks/scale.py --stores postgres --postgres "postgresql://postgres@127.0.0.1/bench?schema=scale"
     python benchmarks/scale.py --stores redis --redis "redis://127.0.0.1:6399/0?prefix=scale"
-    python benchmarks/scale.py --stores none --out /tmp/scale.jsonl --plot docs/scale.png
+    python benchmarks/scale.py --stores none --out /tmp/scale.jsonl --table --plot docs/scale.png
 
 The store is emptied first (SQLite: the file is removed; PostgreSQL: the URL's schema is dropped;
 Redis: the prefix's keys are deleted), then filled incrementally through the Store API: chunks of
