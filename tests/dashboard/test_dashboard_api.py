@@ -260,3 +260,33 @@ def test_head_and_static_files(client) -> None:
     assert js.headers["content-type"].startswith("text/javascript") and b"data-live" in js.body
     assert client.get("/static/../wsgi.py").status == 404
     assert client.get("/static/nothing.js").status == 404
+
+
+def test_a_page_the_bounded_search_did_not_fill_says_so_and_goes_on(app, client, monkeypatch) -> None:
+    """SQLite and Redis read a bounded window of jobs per filtered page (here made 5 wide): a
+    match older than the window is on a later page, and the short page says why it is short."""
+    scheme = app.store.url.split(":", 1)[0]
+    if scheme == "sqlite":
+        from tinyjobs.stores.sqlite import views
+
+        monkeypatch.setattr(views, "WINDOW", 5)
+    elif scheme == "redis":
+        from tinyjobs.stores.redis import views as redis_views
+
+        monkeypatch.setattr(redis_views, "BROWSE_BUDGET", 5)
+        monkeypatch.setattr(redis_views, "BROWSE_WINDOW", 5)
+    else:
+        pytest.skip("PostgreSQL and memory read until the page is full")
+    old = app.enqueue("report", {"day": "needle"})
+    for i in range(12):
+        app.enqueue("send", {"to": f"u{i}"})
+    page = client.get("/jobs?q=needle")
+    assert page.status == 200 and 'id="partial"' in page.text and old.id not in page.text
+    seen, cursor = [], None
+    for _ in range(8):
+        listing = client.get("/api/jobs?q=needle" + (f"&cursor={cursor}" if cursor else "")).json()
+        seen += [j["id"] for j in listing["jobs"]]
+        cursor = listing["next"]
+        if cursor is None:
+            break
+    assert seen == [old.id] and cursor is None

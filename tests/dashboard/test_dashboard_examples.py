@@ -1,4 +1,4 @@
-"""examples/dashboard_flask.py and examples/dashboard_django.py, each run as its own process and
+"""examples/dashboard_flask.py, dashboard_django.py and dashboard_fastapi.py, each run as its own process and
 spoken to over real HTTP: the host's login guards the dashboard, its links stay under the
 mount, an action from the same origin works and one from another site is refused."""
 
@@ -37,9 +37,11 @@ def listening(port: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("framework", ["flask", "django"])
+@pytest.mark.parametrize("framework", ["flask", "django", "fastapi"])
 def test_example_mounts_the_dashboard_behind_its_login(framework: str, tmp_path) -> None:
     pytest.importorskip(framework)
+    if framework == "fastapi":
+        pytest.importorskip("a2wsgi")  # the WSGI adapter it mounts the dashboard through
     url = f"sqlite:///{tmp_path}/jobs.db"
     app = tinyjobs.App(url)
     job = app.enqueue("report", {"day": "2026-12-01"})

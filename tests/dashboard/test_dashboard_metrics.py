@@ -4,6 +4,7 @@ names and labels SPEC.md sets, on every store."""
 from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
+from support.wait import wait_until
 
 from tinyjobs.dashboard.metrics import DURATION_BUCKETS
 from tinyjobs.stores.base import WorkerBeat
@@ -35,6 +36,7 @@ def test_metrics_parse_with_prometheus_names_and_values(app, client) -> None:
         "tinyjobs_jobs",
         "tinyjobs_queue_oldest_waiting_age_seconds",
         "tinyjobs_queue_paused",
+        "tinyjobs_jobs_past_lease",
         "tinyjobs_executions_finished",  # the parser names a counter family without its _total
         "tinyjobs_execution_duration_seconds",
         "tinyjobs_workers",
@@ -84,3 +86,27 @@ def test_metrics_of_an_empty_store_still_parse(app, client) -> None:
     assert value(families["tinyjobs_jobs"], queue="mail", state="waiting") == 0
     assert value(families["tinyjobs_workers"], state="live") == 0
     assert families["tinyjobs_execution_duration_seconds"].samples == []
+
+
+def test_metrics_count_running_jobs_past_their_lease_per_queue(app, client) -> None:
+    from tinyjobs.holder import Holder
+    from tinyjobs.stores.base import QueuePolicy
+
+    for i in range(3):
+        app.enqueue("send", {"to": f"u{i}"})
+    app.enqueue("report", {"day": "d"})
+    store = app.store
+    # Two leases that run out at once (as when their worker is gone), one still live.
+    taken = store.now()
+    stale = store.claim({"mail": QueuePolicy("mail", lease=0.05)}, Holder.current(), 2, now=taken)
+    live = store.claim({"mail": QueuePolicy("mail", lease=600.0)}, Holder.current(), 1, now=taken)
+    assert len(stale) == 2 and len(live) == 1
+    wait_until(lambda: store.now() > taken + 0.1, timeout=5, what="the short leases to run out")
+    _, families = scrape(client)
+    past = families["tinyjobs_jobs_past_lease"]
+    assert past.type == "gauge"
+    assert value(past, queue="mail") == 2 and value(past, queue="reports") == 0
+    assert value(families["tinyjobs_jobs"], queue="mail", state="running") == 3
+    assert store.reap() == 2  # once reaped, they are no longer running past their lease
+    _, families = scrape(client)
+    assert value(families["tinyjobs_jobs_past_lease"], queue="mail") == 0

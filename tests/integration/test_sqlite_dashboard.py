@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from tinyjobs.app import App
 from tinyjobs.stores.sqlite import open as open_sqlite
 from tinyjobs.stores.sqlite.connection import load_blocks, statements
 
@@ -60,5 +61,58 @@ def test_an_execution_inserted_already_ended_is_counted(tmp_path):
             )
         [stats] = store.execution_stats([0.25], now=T0 + 1)
         assert (stats.queue, stats.count, stats.buckets) == ("q", 1, (1,))
+    finally:
+        store.close()
+
+
+def test_migration_3_keeps_the_counts_of_a_version_2_file_and_enqueue_writes_none(tmp_path):
+    """Migration 3 drops the per-insert triggers and browse indexes: a file written at version 2
+    keeps its final-state counts, the live ones are counted on their indexes, and from then on
+    an enqueue writes no row of job_counts and no index entry beyond the worker's own."""
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    blocks = load_blocks("schema.sql", "migration")
+    for version in ("1", "2"):
+        for statement in statements(blocks[version]):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (int(version),))
+    job = (
+        "INSERT INTO jobs (id, task, queue, payload, due, state, max_attempts, attempt_budget, "
+        "dedupe, keep, created_at) VALUES (?, 't', 'mail', '{}', ?, ?, 20, 20, 86400, 604800, ?)"
+    )
+    for i, state in enumerate(("done", "done", "failed", "cancelled", "pending", "blocked")):
+        conn.execute(job, (f"{state}-{i}", T0, state, T0 + i))
+    conn.commit()
+    conn.close()
+
+    store = open_sqlite(f"sqlite:///{path}")
+    try:
+        [stats] = store.queue_stats(now=T0 + 10)
+        assert stats.counts == {"done": 2, "failed": 1, "cancelled": 1, "waiting": 1, "blocked": 1}
+        db = store._pool.get()
+        before = db.execute("SELECT queue, state, n FROM job_counts ORDER BY 1, 2").fetchall()
+        app = App(f"sqlite:///{path}")
+        try:
+            app.enqueue_many([("t", {"n": n}) for n in range(5)], queue="mail")
+            app.enqueue("t", {"n": 5}, queue="other")
+        finally:
+            app.close()
+        assert db.execute("SELECT queue, state, n FROM job_counts ORDER BY 1, 2").fetchall() == before
+        indexes = {
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
+            )
+        }
+        assert not {"jobs_browse", "jobs_browse_queue", "jobs_browse_rare"} & indexes
+        counts = {q.name: q.counts for q in store.queue_stats()}
+        assert counts["mail"]["waiting"] == 6 and counts["other"] == {"waiting": 1}
+        # A job leaving a final state (retry) and one deleted leave the counts.
+        assert store.retry("failed-2")
+        store.delete("done-0")
+        counts = {q.name: q.counts for q in store.queue_stats()}
+        assert counts["mail"]["done"] == 1 and "failed" not in counts["mail"]
+        assert counts["mail"]["waiting"] == 7
     finally:
         store.close()

@@ -70,6 +70,16 @@ def _queues(out: _Writer, store: Any, app_queues: Sequence[str], now: float | No
             0.0 if oldest is None else max(0.0, clock - oldest),
         )
 
+    out.family(
+        "tinyjobs_jobs_past_lease",
+        "gauge",
+        "Running jobs whose lease expired and that no reaper has returned yet (worker gone or stalled).",
+    )
+    for name in queues:
+        out.sample(
+            "tinyjobs_jobs_past_lease", {"queue": name}, stats[name].past_lease if name in stats else 0
+        )
+
     out.family("tinyjobs_queue_paused", "gauge", "1 when the queue is paused, else 0.")
     for name in queues:
         out.sample("tinyjobs_queue_paused", {"queue": name}, int(name in stats and stats[name].paused))

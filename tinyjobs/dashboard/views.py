@@ -88,6 +88,8 @@ def jobs(dash: Dashboard, request: Request) -> Response:
         "jobs.html",
         jobs=found,
         next=next_cursor,
+        # A page the store's bounded search did not fill, with older jobs still to look through.
+        partial=next_cursor is not None and len(found) < limit,
         params=params,
         first_page=not request.query.get("cursor"),
         states=STATES,

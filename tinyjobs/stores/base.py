@@ -12,6 +12,8 @@ Stores declare what they can do in `capabilities`:
 - "transactions": `enqueue(conn=...)` writes inside the caller's open transaction (JOB-02).
 - "notify": `wait` wakes at once on a change made by another process.
 - "shared": several processes (and hosts, for servers) can share the store.
+- "timed": `wait` also returns by the time the earliest scheduled job of its queues falls due,
+  so a worker whose queues have no limits claims by the clock only rarely (worker.py).
 """
 
 from __future__ import annotations
@@ -129,13 +131,16 @@ class QueueStats:
     """One queue at a glance: reported state -> number of jobs (states with none left out),
     the due time of its oldest waiting (due) job, and whether it is paused (LIM-04).
     `estimated`: the counts of the final states (done, failed, cancelled) are estimates (a
-    store too large to count them at each request; the live states are always exact)."""
+    store too large to count them at each request; the live states are always exact).
+    `past_lease`: running jobs whose lease expired (lease_expires <= now) and that no reaper
+    has returned yet: their worker is gone or stalled."""
 
     name: str
     counts: dict[str, int]
     oldest_due_at: float | None
     paused: bool
     estimated: bool = False
+    past_lease: int = 0
 
 
 @dataclass(frozen=True)

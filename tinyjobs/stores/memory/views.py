@@ -93,15 +93,21 @@ class MemoryViews(_Base):
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
         t = self._at(now)
         oldest: dict[str, float] = {}
+        past: dict[str, int] = {}
         with self._read():
             counts = self._count(t)
             for queue, pending in self._index.pending.items():
                 due = [r.due for r in pending.values() if r.due <= t]
                 if due:
                     oldest[queue] = min(due)
+            for row in self._index.running.values():  # leases past their expiry, not yet reaped
+                if row.lease_expired(t):
+                    past[row.queue] = past.get(row.queue, 0) + 1
             paused = set(self._paused)
         return [
-            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            QueueStats(
+                name, counts.get(name, {}), oldest.get(name), name in paused, past_lease=past.get(name, 0)
+            )
             for name in sorted(set(counts) | paused)
         ]
 

@@ -95,6 +95,18 @@ def candidates(cur: Any, q: dict[str, str], policy: QueuePolicy, now: float, lim
     return [row[0] for row in cur.fetchall()]
 
 
+def wanted(queues: Mapping[str, QueuePolicy], limit: int) -> bool:
+    """Whether `start` would claim at all (and so take `lock`)."""
+    return limit > 0 and bool(queues)
+
+
+def lock(cur: Any, q: dict[str, str], schema: str, queues: Mapping[str, QueuePolicy]) -> None:
+    """LIM-04: the shared pause locks of `queues`, in a statement of their own (see pause_lock)
+    before the claim statement, so that its snapshot is taken after any pause in progress
+    committed; the statement also sets the transaction's plans generic (queries.sql)."""
+    cur.execute(q["pause_lock"], {"schema": schema, "queues": sorted(queues)})
+
+
 def start(
     cur: Any,
     q: dict[str, str],
@@ -103,16 +115,17 @@ def start(
     holder: Holder,
     limit: int,
     now: float | None,
+    locked: bool = False,
 ) -> Callable[[], list[Claimed]]:
     """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03):
     return the function that reads the claimed jobs. Without limits the claim is one
     statement, only queued here, so that in pipeline mode it leaves with what was queued
-    before it; limited queues are counted first, which reads."""
+    before it; limited queues are counted first, which reads. `locked`: the transaction
+    already ran `lock` for these queues."""
     if limit <= 0 or not queues:
         return list
-    # LIM-04: shared pause locks first, in a statement of their own (see pause_lock), so that
-    # the claim statement's snapshot is taken after any pause in progress committed.
-    cur.execute(q["pause_lock"], {"schema": schema, "queues": sorted(queues)})
+    if not locked:
+        lock(cur, q, schema, queues)
     lim = sorted(name for name, policy in queues.items() if limited(policy))
     ids: list[str] = []
     if lim:

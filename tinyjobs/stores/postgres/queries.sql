@@ -107,6 +107,15 @@ WHERE j.state IN ('failed', 'cancelled')
    OR (j.state = 'done' AND j.expires_at <= EXCLUDED.created_at)
 RETURNING {jcols}, (j.xmax <> 0) AS replaced
 
+-- name: transaction_clock
+-- The clock of enqueue's `t` when no `now` is given: the transaction's start time.
+SELECT extract(epoch FROM now())::float8
+
+-- name: copy_jobs
+-- bulk.py: a batch of new pending jobs in one binary stream; seq by the column's default (m004).
+COPY {jobs} (id, task, queue, payload, priority, due, state, max_attempts, attempt_budget, grp,
+    dedupe, keep, created_at) FROM STDIN (FORMAT BINARY)
+
 -- name: enqueue_existing
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT {cols}, t.now,
@@ -470,6 +479,26 @@ DELETE FROM {leaders} WHERE name = %(name)s AND holder = %(holder)s
 SELECT DISTINCT holder FROM {jobs}
 WHERE state = 'running' AND left(holder, length(%(host)s) + 1) = %(host)s || '|'
 
+-- name: until_due
+-- Seconds until the earliest pending job of these queues that is not due yet falls due (NULL:
+-- none), for `wait`. A skip scan of jobs_claim (queue, priority DESC, due): per queue, one
+-- index probe per priority present and one for its earliest due time after now, however many
+-- jobs wait.
+WITH RECURSIVE t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+p AS (
+    SELECT q.name AS queue,
+        (SELECT max(j.priority) FROM {jobs} j WHERE j.state = 'pending' AND j.queue = q.name) AS pr
+    FROM unnest(%(queues)s::text[]) AS q(name)
+    UNION ALL
+    SELECT p.queue, (SELECT max(j.priority) FROM {jobs} j
+                     WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority < p.pr)
+    FROM p WHERE p.pr IS NOT NULL
+)
+SELECT min((SELECT min(j.due) FROM {jobs} j
+            WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.pr
+              AND j.due > t.now)) - min(t.now)
+FROM p, t WHERE p.pr IS NOT NULL
+
 -- name: notify
 -- Wake the waiters of these queues, in a transaction of its own that commits without waiting
 -- for the WAL flush: it carries no data (a crash loses nothing but a wake-up), and a notifying
@@ -484,8 +513,10 @@ FROM unnest(%(queues)b::text[]) AS q
 -- LIM-04: a claim takes this shared lock per queue it asks for, in a statement of its own
 -- before the claim statement, and `pause` the exclusive one before it writes: a claim in flight
 -- when pause starts commits before pause returns, and a later claim statement (a new snapshot
--- under READ COMMITTED) sees the paused row.
-SELECT pg_advisory_xact_lock_shared(hashtextextended(%(schema)s || '/pause/' || q, 0))
+-- under READ COMMITTED) sees the paused row. It also sets generic_plans' setting for the rest
+-- of the transaction (one statement fewer in the worker's cycle, which sends this first).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+    pg_advisory_xact_lock_shared(hashtextextended(%(schema)s || '/pause/' || q, 0))
 FROM unnest(%(queues)b::text[]) AS q ORDER BY q
 
 -- name: pause
@@ -553,7 +584,18 @@ WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) A
 SELECT queue, CASE WHEN due > t.now THEN 'scheduled' ELSE 'waiting' END, count(*)
 FROM {jobs}, t WHERE state = 'pending' GROUP BY 1, 2
 UNION ALL
-SELECT queue, state, count(*) FROM {jobs} WHERE state IN ('running', 'blocked') GROUP BY 1, 2
+-- Each state on its own partial index (an IN over both has no index: a scan of every row).
+SELECT queue, state, count(*) FROM {jobs} WHERE state = 'running' GROUP BY 1, 2
+UNION ALL
+SELECT queue, state, count(*) FROM {jobs}
+WHERE state = 'blocked' AND state IN ('failed', 'cancelled', 'blocked') GROUP BY 1, 2
+
+-- name: past_lease
+-- Running jobs whose lease expired and that no reaper has returned yet (reap takes <= now):
+-- walks jobs_running (lease_expires) WHERE state = 'running'.
+SELECT queue, count(*) FROM {jobs}
+WHERE state = 'running' AND lease_expires <= COALESCE(%(now)s::float8, extract(epoch FROM now())::float8)
+GROUP BY queue
 
 -- name: final_sample
 -- Final jobs per queue and state, estimated from a sample of the table's pages (the same pages

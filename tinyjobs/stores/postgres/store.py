@@ -6,6 +6,7 @@ PgBouncer's transaction pooling keeps it). `now=None` is the server's clock (CLK
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
-from . import claims, settle, steps
+from . import bulk, claims, settle, steps
 from .config import Settings
 from .connection import Connections
 from .enqueue import caller_steps, existing, read_one, send_one
@@ -28,15 +29,16 @@ from .steps import GOT, drive
 from .views import PostgresViews
 
 T = TypeVar("T")
+DUE_FRESH = 0.25  # wait() reads the earliest scheduled due time again after this long
 # The columns `get` returns after COLUMNS (GOT, read in steps.py), and those of `jobs`.
 LISTED = tail("now")
 __all__ = ["GOT", "LISTED", "PostgresStore"]
 
 
 class PostgresStore(PostgresViews):
-    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared."""
+    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared, timed."""
 
-    capabilities = frozenset({"transactions", "notify", "shared"})
+    capabilities = frozenset({"transactions", "notify", "shared", "timed"})
 
     def __init__(self, settings: Settings, retry_for: float = 10.0, listen: bool = True) -> None:
         self.settings = settings
@@ -48,6 +50,9 @@ class PostgresStore(PostgresViews):
         self._raise_sync = self.q["raise_sync_commit"]
         self.listen = listen  # False: wake-ups by polling (PgBouncer transaction pooling)
         self._listener = Listener(self._conns, self._channel, enabled=listen)
+        self._due_seen: dict[tuple[str, ...], tuple[float, float | None]] = {}  # for wait
+        if not listen:  # polling wakes every POLL whatever is due: workers claim by the clock
+            self.capabilities = self.capabilities - {"timed"}
 
     def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any:
         return self._conns.run(op, write=write, idempotent=idempotent, raise_sync=self._raise_sync)
@@ -77,9 +82,25 @@ class PostgresStore(PostgresViews):
         def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
             return enqueue_tx(cur, self.q, jobs, now, None)
 
-        added = _past_key_races(lambda: self._run(op))
+        added = self._copy(jobs, now) if bulk.copyable(jobs) else None
+        if added is None:
+            added = _past_key_races(lambda: self._run(op))
         self._notify({job.queue for job in added if job.created})
         return added
+
+    def _copy(self, jobs: Sequence[NewJob], now: float | None) -> list[Job] | None:
+        """The batch written through COPY (bulk.py), or None when an id of it is taken (the
+        transaction rolled back: the general path then finds or replaces that job). Safe to
+        send again after an unanswered COMMIT: a batch that did commit then meets its own ids
+        and goes the general way, which reports each job as found."""
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> list[Job]:
+            return bulk.copy_in(cur, self.q, jobs, now)
+
+        try:
+            return self._run(op)
+        except pgerrors.UniqueViolation:
+            return None
 
     def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
         """One job without parents: its transaction and the wake-up of its queue's waiters in
@@ -138,12 +159,18 @@ class PostgresStore(PostgresViews):
         limit: int,
         now: float | None = None,
     ) -> list[Claimed]:
-        """Take up to `limit` leases in one transaction (see claims.py)."""
+        """Take up to `limit` leases in one transaction (see claims.py), sent in pipeline
+        mode: BEGIN, the pause locks, the claim and COMMIT leave together and the claimed rows
+        are read after the COMMIT, one round trip for a claim without limits (a limited
+        queue's counts are read on the way). Not retried once sent: the leases it may have
+        taken end by the reaper."""
+        if not claims.wanted(queues, limit):
+            return []
 
-        def op(cur: psycopg.Cursor, retrying: bool) -> list[Claimed]:
-            return claims.start(cur, self.q, self.schema, queues, holder, limit, now)()
+        def send(conn: psycopg.Connection, retrying: bool) -> Callable[[], list[Claimed]]:
+            return claims.start(conn.cursor(), self.q, self.schema, queues, holder, limit, now)
 
-        return self._run(op, idempotent=False)
+        return self._conns.pipeline(send, idempotent=False, raise_sync=self._raise_sync)
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
         """Extend live leases in one statement; "lost" for tokens no longer on a running job."""
@@ -173,10 +200,18 @@ class PostgresStore(PostgresViews):
         leases it may have taken end by the reaper."""
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
-            conn.execute(self.q["generic_plans"])
             settling, claiming = conn.cursor(), conn.cursor()
+            # First, the generic plans' setting, with the claim's pause locks when it claims
+            # (taken early: held a few statements longer, one statement fewer).
+            locking = claims.wanted(queues, limit)
+            if locking:
+                claims.lock(claiming, self.q, self.schema, queues)
+            else:
+                claiming.execute(self.q["generic_plans"])
             dependents = settle.send(settling, self.q, settlements, now) if settlements else None
-            read_claims = claims.start(claiming, self.q, self.schema, queues, holder, limit, now)
+            read_claims = claims.start(
+                claiming, self.q, self.schema, queues, holder, limit, now, locked=locking
+            )
             applied, due_again = (
                 settle.finish(settling, self.q, settlements, now, retrying, dependents)
                 if settlements
@@ -311,7 +346,27 @@ class PostgresStore(PostgresViews):
         self._one("resign", {"name": name, "holder": holder}, write=True)
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        return self._listener.wait(queues, timeout)
+        """LISTEN for the queues' notifications, and return by the time the earliest scheduled
+        job of the queues falls due ("timed": a worker then need not claim by the clock)."""
+
+        key = tuple(queues)
+
+        def until_due(conn: psycopg.Connection) -> tuple[float | None, float | None]:
+            # At 50 jobs a second a notification ends every wait: one query per wait would
+            # double the watcher's cost. A due time read less than DUE_FRESH ago is used again
+            # (it may miss a job scheduled since, whose notification ended an earlier wait),
+            # and read anew once DUE_FRESH is over: such a job starts at most that late, the
+            # bound of the worker's IDLE_POLL claims.
+            clock = time.monotonic()
+            read_at, due_at = self._due_seen.get(key, (float("-inf"), None))
+            if clock - read_at >= DUE_FRESH:
+                row = conn.execute(self.q["until_due"], {"now": None, "queues": list(queues)}).fetchone()
+                seconds = None if row is None or row[0] is None else float(row[0])
+                self._due_seen[key] = (clock, None if seconds is None else clock + seconds)
+                return seconds, None  # fresh: later news comes by notification
+            return (None if due_at is None else due_at - clock), read_at + DUE_FRESH - clock
+
+        return self._listener.wait(queues, timeout, until_due if queues else None)
 
     def aio(self) -> Any:
         """The async twin of this store's front door (enqueue, get, cancel, retry): aio.py."""

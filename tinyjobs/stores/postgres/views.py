@@ -122,12 +122,16 @@ class PostgresViews(_Base):
                     counts.setdefault(queue, {})[state] = round(number * 100.0 / percent)
             cur.execute(self.q["oldest_due"], {"now": at})
             oldest: dict[str, float] = dict(cur.fetchall())
+            cur.execute(self.q["past_lease"], {"now": at})
+            past: dict[str, int] = dict(cur.fetchall())
             cur.execute(self.q["paused_queues"])
-            return counts, oldest, {row[0] for row in cur.fetchall()}, estimated
+            return counts, oldest, past, {row[0] for row in cur.fetchall()}, estimated
 
-        counts, oldest, paused, estimated = self._run(op, write=False)
+        counts, oldest, past, paused, estimated = self._run(op, write=False)
         return [
-            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused, estimated)
+            QueueStats(
+                name, counts.get(name, {}), oldest.get(name), name in paused, estimated, past.get(name, 0)
+            )
             for name in sorted(set(counts) | paused)
         ]
 

@@ -40,6 +40,10 @@ else:
     _Base = object
 
 BROWSE_BUDGET = 5000  # rows one browse script call may read before it hands back
+# Rows one browse page may read in all (about 25 us each, loading the job's hash: some 50 ms):
+# a page it does not fill comes back short, with a cursor to go on from where it stopped
+# (docs/store-contract.md).
+BROWSE_WINDOW = 2000
 
 
 def _list(value: Any) -> list:
@@ -64,14 +68,14 @@ class RedisViews(_Base):
             at_text = repr(after_at)
         clock = codec.now_arg(now)
         rows: list[tuple[str, dict[str, str]]] = []
-        at = 0.0
+        at, read, stopped = 0.0, 0, False
         while True:
             args = [
                 clock,
                 at_text,
                 after_id,
                 limit + 1 - len(rows),
-                BROWSE_BUDGET,
+                min(BROWSE_BUDGET, BROWSE_WINDOW - read),
                 filter.state or "",
                 filter.queue or "",
                 filter.task or "",
@@ -84,9 +88,13 @@ class RedisViews(_Base):
             if len(rows) > limit or reply[4] == "1" or not moved:
                 break
             at_text, after_id = reply[2], reply[3]
+            read += min(BROWSE_BUDGET, BROWSE_WINDOW - read)
+            if read >= BROWSE_WINDOW:
+                stopped = True
+                break
         jobs = [codec.from_hash(job_id, h, at) for job_id, h in rows[:limit]]
         if len(rows) <= limit:
-            return jobs, None
+            return jobs, encode_cursor(float(at_text), after_id) if stopped else None
         last = jobs[-1]
         return jobs, encode_cursor(last.created_at, last.id)
 
@@ -102,10 +110,11 @@ class RedisViews(_Base):
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
         reply = json.loads(self._run("queue_stats", [codec.now_arg(now)]))
         out = []
-        for name, flat, oldest, paused in _list(reply[1]):
+        for name, flat, oldest, paused, past in _list(reply[1]):
             flat = _list(flat)
             counts = {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
-            out.append(QueueStats(name, counts, float(oldest) if oldest else None, paused == "1"))
+            due = float(oldest) if oldest else None
+            out.append(QueueStats(name, counts, due, paused == "1", past_lease=int(past)))
         return sorted(out, key=lambda s: s.name)
 
     def finished_series(

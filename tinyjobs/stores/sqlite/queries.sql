@@ -241,19 +241,22 @@ INSERT OR IGNORE INTO paused (queue) VALUES (?)
 DELETE FROM paused WHERE queue = ?
 
 -- name: browse
--- views.py fills the WHERE placeholder from the fixed conditions below, so that the planner
--- walks the index that matches the filters given (jobs_browse, _state or _queue).
-SELECT * FROM jobs WHERE {where} ORDER BY created_at DESC, id DESC LIMIT :limit
+-- views.py fills the WHERE placeholder from the fixed conditions below. Newest first is seq
+-- descending (the rowid: enqueue order), walked on the table itself.
+SELECT * FROM jobs WHERE {where} ORDER BY seq DESC LIMIT :limit
+
+-- name: browse_ends
+-- Two subqueries: SQLite reads min() or max() alone off the b-tree's edge, both at once by a scan.
+SELECT coalesce((SELECT min(seq) FROM jobs), 0), coalesce((SELECT max(seq) FROM jobs), 0)
 
 -- name: browse_after
-(created_at, id) < (:after_at, :after_id)
+seq < :after
+
+-- name: browse_window
+seq >= :floor
 
 -- name: browse_state
 state = :stored
-
--- name: browse_rare
--- The literal IN list lets the planner use the partial index jobs_browse_rare.
-state = :stored AND state IN ('failed', 'cancelled', 'blocked')
 
 -- name: browse_split
 (CASE WHEN :split = 'scheduled' THEN due > :now ELSE due <= :now END)
@@ -277,12 +280,22 @@ ORDER BY j.seq LIMIT :limit
 SELECT s.name, s.value FROM steps s JOIN jobs j ON j.seq = s.job_seq WHERE j.id = ?
 
 -- name: job_counts
-SELECT queue, state, n FROM job_counts WHERE n > 0
+-- blocked and the final states, kept by triggers (schema.sql, migration 3).
+SELECT queue, state, n FROM job_counts
+WHERE n > 0 AND state IN ('blocked', 'done', 'failed', 'cancelled')
+
+-- name: past_lease
+-- Running jobs whose lease expired and that no reaper has returned yet (reap takes <= now).
+SELECT queue, count(*) FROM jobs INDEXED BY jobs_lease
+WHERE state = 'running' AND lease_expires <= :now GROUP BY queue
+
+-- name: running_counts
+SELECT queue, count(*) FROM jobs INDEXED BY jobs_running WHERE state = 'running' GROUP BY queue
 
 -- name: pending_split
--- Per queue: pending jobs not yet due (scheduled), and the oldest due time of those due.
+-- Per queue: pending jobs, those not yet due (scheduled), and the oldest due time of those due.
 -- Walks the pending rows of jobs_claim (10^5 waiting jobs: a few tens of milliseconds).
-SELECT queue, sum(due > :now), min(CASE WHEN due <= :now THEN due END)
+SELECT queue, count(*), sum(due > :now), min(CASE WHEN due <= :now THEN due END)
 FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue
 
 -- name: finished_series

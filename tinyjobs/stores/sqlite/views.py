@@ -1,10 +1,11 @@
 """The SQLite store's dashboard operations: browse, stats, series, pause, delete, heartbeats.
 
-A mixin of SQLiteStore (it uses the store's `_read`, `_write` and `_now`). Cost at 10^6 jobs:
-browse walks one of the jobs_browse* indexes newest first and stops at the page (a text search
-or a filter no index serves reads rows until it fills the page); queue_stats counts every row
-(a covering scan); finished_series walks executions_ended over the window asked;
-execution_stats reads every ended execution. docs/store-contract.md states the contracts."""
+A mixin of SQLiteStore (it uses the store's `_read`, `_write` and `_now`). Nothing here is
+written per enqueue (schema.sql, migration 3). Cost at 10^6 jobs: browse walks the table by seq
+newest first and stops at the page, reading at most WINDOW seqs per call when filtered;
+queue_stats reads job_counts and counts pending and running on their partial indexes;
+finished_series walks executions_ended over the window asked; execution_stats reads the
+exec_stats rollup. docs/store-contract.md states the contracts."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from tinyjobs.errors import ConfigError
 from tinyjobs.job import Job
 
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
@@ -46,8 +48,23 @@ else:
     _Base = object
 
 
+# A filtered browse reads at most this many seqs per call (no index serves a filter: an index
+# written per enqueue is what migration 3 took away).
+WINDOW = 50_000
 EXACT_SERIES = 6 * 3600  # finished_series reads the executions for windows up to this long
-RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_browse_rare
+SEQ_MARK = "seq"  # the id part of a SQLite cursor: it names a seq, not a (created_at, id)
+
+
+def seq_cursor(seq: int) -> str:
+    """The cursor of rows below `seq`."""
+    return encode_cursor(float(seq), SEQ_MARK)
+
+
+def seq_of(cursor: str) -> int:
+    value, mark = decode_cursor(cursor)
+    if mark != SEQ_MARK or value != int(value):
+        raise ConfigError(f"cursor {cursor[:40]!r} is not one that browse returned")
+    return int(value)
 
 
 def paused_queues(db: sqlite3.Connection) -> set[str]:
@@ -65,31 +82,41 @@ class SQLiteViews(_Base):
         limit: int = 50,
         now: float | None = None,
     ) -> tuple[list[Job], str | None]:
+        """Newest first by seq, walked on the table and stopping at the page. With any filter,
+        one call reads at most WINDOW seqs back from where it starts, and a page that window
+        did not fill comes back short (even empty) with a cursor to go on from the window's
+        end."""
         check_browse(filter, limit)
         at = self._now(now)
         stored, split = stored_state(filter.state)
         params: dict[str, object] = {"limit": limit + 1, "now": at, "stored": stored, "split": split}
-        where = ["1"]
-        if cursor:
-            params["after_at"], params["after_id"] = decode_cursor(cursor)
-            where.append(Q["browse_after"])
-        if stored is not None:
-            where.append(Q["browse_rare" if stored in RARE_STATES else "browse_state"])
-        if split is not None:
-            where.append(Q["browse_split"])
-        for name in ("queue", "task", "text"):
-            value = getattr(filter, name)
-            if value is not None:
-                params[name] = value
-                where.append(Q[f"browse_{name}"])
-        sql = Q["browse"].replace("{where}", " AND ".join(where))
+        where = [Q["browse_after"]]
         with self._read() as db:
+            first, last = db.execute(Q["browse_ends"]).fetchone()
+            start = last + 1
+            if cursor:
+                start = min(start, seq_of(cursor))
+            params["after"] = start
+            if stored is not None:
+                where.append(Q["browse_state"])
+            if split is not None:
+                where.append(Q["browse_split"])
+            for name in ("queue", "task", "text"):
+                value = getattr(filter, name)
+                if value is not None:
+                    params[name] = value
+                    where.append(Q[f"browse_{name}"])
+            floor = start - WINDOW
+            bounded = len(where) > 1 and floor > first  # any filter besides browse_after
+            if bounded:
+                params["floor"] = floor
+                where.append(Q["browse_window"])
+            sql = Q["browse"].replace("{where}", " AND ".join(where))
             rows = db.execute(sql, params).fetchall()
         jobs = [to_job(row, at) for row in rows[:limit]]
-        if len(rows) <= limit:
-            return jobs, None
-        last = rows[limit - 1]
-        return jobs, encode_cursor(last["created_at"], last["id"])
+        if len(rows) > limit:
+            return jobs, seq_cursor(rows[limit - 1]["seq"])
+        return jobs, seq_cursor(floor) if bounded else None
 
     def dependents(self, job_id: str, limit: int = 100) -> list[Job]:
         at = self._now(None)
@@ -102,31 +129,34 @@ class SQLiteViews(_Base):
             return dict(db.execute(Q["steps_by_id"], (job_id,)).fetchall())
 
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
-        """Exact, without counting the jobs: job_counts (kept by triggers) gives each stored
-        state, one walk of the pending index splits pending into scheduled and waiting."""
+        """Exact, without counting the finished jobs: job_counts (kept by triggers when a job
+        reaches or leaves one of those states) gives blocked, done, failed and cancelled;
+        pending (split into scheduled and waiting by due) and running are counted on their
+        partial indexes, jobs_claim and jobs_running."""
         at = self._now(now)
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
+
+        def add(queue: str, state: str, n: int) -> None:
+            if n > 0:
+                counts.setdefault(queue, {})[state] = n
+
         with self._read() as db:
-            stored = db.execute(Q["job_counts"]).fetchall()
-            split = {
-                q: (ahead or 0, first) for q, ahead, first in db.execute(Q["pending_split"], {"now": at})
-            }
+            for queue, state, n in db.execute(Q["job_counts"]):
+                add(queue, state, n)
+            for queue, pending, scheduled, first in db.execute(Q["pending_split"], {"now": at}):
+                add(queue, "scheduled", scheduled or 0)
+                add(queue, "waiting", pending - (scheduled or 0))
+                if first is not None:
+                    oldest[queue] = first
+            for queue, n in db.execute(Q["running_counts"]):
+                add(queue, "running", n)
+            past = dict(db.execute(Q["past_lease"], {"now": at}).fetchall())
             paused = paused_queues(db)
-        for queue, state, number in stored:
-            by_state = counts.setdefault(queue, {})
-            if state != "pending":
-                by_state[state] = number
-                continue
-            scheduled, first = split.get(queue, (0, None))
-            for name, n in (("scheduled", scheduled), ("waiting", number - scheduled)):
-                if n > 0:
-                    by_state[name] = n
-            if first is not None:
-                oldest[queue] = first
-        counts = {q: c for q, c in counts.items() if c}
         return [
-            QueueStats(name, counts.get(name, {}), oldest.get(name), name in paused)
+            QueueStats(
+                name, counts.get(name, {}), oldest.get(name), name in paused, past_lease=past.get(name, 0)
+            )
             for name in sorted(set(counts) | paused)
         ]
 
