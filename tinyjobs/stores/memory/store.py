@@ -4,6 +4,10 @@ It is the reference implementation of the Store protocol (tinyjobs/stores/base.p
 docs/store-contract.md: every other store must agree with it on the contract suite. One lock
 makes each operation atomic; a Condition on that lock wakes `wait()` on every change. It has
 no transactions (`enqueue(conn=...)` raises NotSupported) and is not shared between processes.
+
+Every change of a row's state goes through `_set` (and every new or removed row through `_add`
+and `_delete`), which keep the indexes (index.py) that let claim, settle and purge cost what
+they take, not what the store holds.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +31,8 @@ from tinyjobs.job import (
     OUTCOME_LEASE_EXPIRED,
     OUTCOME_WORKER_LOST,
     RUNNING,
+    SCHEDULED,
+    WAITING,
     Job,
     bound_error,
 )
@@ -35,6 +41,7 @@ from tinyjobs.urls import mask
 from .. import rules
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, WorkerBeat, settle_then_claim
 from ..rules import PENDING, STORED_FINAL
+from .index import Index, Ready
 from .rows import ExecutionRow, Limits, Row, Scope, ahead
 from .views import MemoryViews
 
@@ -60,7 +67,9 @@ class MemoryStore(MemoryViews):
         self._changed = threading.Condition(self._lock)
         self._version = 0  # bumped on every write; wait() watches it
         self._closed = False
+        # Insertion order is enqueue order (seq): a row is only ever added with the next seq.
         self._rows: dict[str, Row] = {}
+        self._index = Index()
         self._tokens: dict[str, str] = {}  # live lease token -> job id
         self._keys: dict[str, str] = {}  # dedup key -> id of the job that last took it
         self._seq = itertools.count(1)
@@ -112,12 +121,12 @@ class MemoryStore(MemoryViews):
     def _check_parents(self, jobs: Sequence[NewJob]) -> None:
         """Raise JobNotFound before anything is written when an `after` id does not exist.
         A job earlier in the same batch counts as existing: the batch is added in order."""
-        known = set(self._rows)
+        batch: set[str] = set()
         for new in jobs:
             for parent in new.after:
-                if parent not in known:
+                if parent not in self._rows and parent not in batch:
                     raise rules.unknown_parent(new.id, parent)
-            known.add(new.id)
+            batch.add(new.id)
 
     def _add(self, new: NewJob, t: float) -> Job:
         old = self._rows.get(new.id)
@@ -130,6 +139,7 @@ class MemoryStore(MemoryViews):
             self._delete(old)
         row = Row.new(new, next(self._seq), t)
         self._rows[row.id] = row
+        self._index.add(row)
         if row.key is not None:
             self._keys[row.key] = row.id
         # A parent missing here was named earlier in the batch and not added (its key was held).
@@ -137,9 +147,15 @@ class MemoryStore(MemoryViews):
         state, error = rules.initial_state(parents)
         if state == CANCELLED:
             self._finish(row, CANCELLED, error, t)
-        else:
-            row.state = state
+        elif state != row.state:
+            self._set(row, state)
         return row.snapshot(t)
+
+    def _set(self, row: Row, state: str) -> None:
+        """Change the state of an indexed row (its due time and expiry already set)."""
+        self._index.remove(row)
+        row.state = state
+        self._index.add(row)
 
     def _key_holder(self, key: str | None) -> Row | None:
         """The live job holding dedup `key`, if any (the index is checked lazily)."""
@@ -160,23 +176,41 @@ class MemoryStore(MemoryViews):
         """Lease up to `limit` due jobs in claim order, within every limit (JOB-01, LIM-01..03)."""
         with self._write():
             t = self._at(now)  # read under the lock: a claim that waited must not judge rates by an old now
-            due = [r for r in self._rows.values() if r.state == PENDING and r.due <= t]
-            # A paused queue's jobs are not taken (LIM-04), checked under the claim's lock.
-            due = [r for r in due if r.queue in queues and r.queue not in self._paused]
-            due = sorted(due, key=Row.order_key)
-            limits = Limits(self._rows.values(), self._starts, t)
+            index = self._index
+            # The head of each queue's heap; a paused queue's jobs are not taken (LIM-04),
+            # checked under the claim's lock.
+            heads: dict[str, Ready] = {}
+            for name in queues:
+                head = None if name in self._paused else index.head(name, t)
+                if head is not None:
+                    heads[name] = head
+            limits = Limits(index.running.values(), self._starts, t)
             claimed: list[Claimed] = []
-            for row in due:
-                if len(claimed) >= limit:
-                    break
-                # A job of a full queue or group is set aside; other groups' jobs go on (LIM-03).
-                if limits.room(row, queues[row.queue]):
+            aside: list[tuple[str, Ready]] = []
+            while heads and len(claimed) < limit:
+                name = min(heads, key=heads.__getitem__)  # the queues' heads merged in claim order
+                entry, row, policy = heads[name], index.pop(name), queues[name]
+                if limits.room(row, policy):
                     limits.take(row)
-                    claimed.append(self._take(row, queues[row.queue], holder, t))
+                    claimed.append(self._take(row, policy, holder, t))
+                else:
+                    # A job of a full group is set aside; other groups' jobs go on (LIM-03). A
+                    # full queue has no room for any of its jobs: it is done for this claim.
+                    aside.append((name, entry))
+                    if not limits.queue_room(name, policy):
+                        del heads[name]
+                        continue
+                head = index.head(name, t)
+                if head is None:
+                    del heads[name]
+                else:
+                    heads[name] = head
+            for name, entry in aside:
+                index.put_back(name, entry)
             return claimed
 
     def _take(self, row: Row, policy: QueuePolicy, holder: Holder, t: float) -> Claimed:
-        row.state = RUNNING
+        self._set(row, RUNNING)
         row.attempts += 1  # counted at claim, before the handler runs (JOB-03)
         row.started_at = t
         row.token = secrets.token_hex(16)
@@ -246,7 +280,7 @@ class MemoryStore(MemoryViews):
                 row.attempts -= 1
             if s.outcome != "handback":  # a hand-back keeps its due time: due again at once
                 row.due = t + s.delay
-            row.state = PENDING
+            self._set(row, PENDING)
         return True
 
     def _end_attempt(self, row: Row, t: float, outcome: str, error: str | None) -> None:
@@ -258,19 +292,21 @@ class MemoryStore(MemoryViews):
 
     def _finish(self, row: Row, state: str, error: str | None, t: float) -> None:
         """Make `row` final (done, failed or cancelled) and tell its dependents."""
-        row.state, row.error, row.finished_at = state, error, t
+        row.error, row.finished_at = error, t
         row.expires_at = rules.expires_at(state, t, row.dedupe, row.keep)
+        self._set(row, state)
         self._release_dependents(row, t)
 
     def _release_dependents(self, parent: Row, t: float) -> None:
         """DEP-01: a parent that will never be done cancels its blocked dependents (and theirs,
         recursively) on record; a done one makes those whose parents are all done pending."""
-        for child in [r for r in self._rows.values() if r.state == BLOCKED and parent.id in r.after]:
+        for child in [r for r in self._index.blocked.values() if parent.id in r.after]:
             if parent.state != DONE:
                 self._finish(child, CANCELLED, rules.dependency_error(parent.id, parent.state), t)
             elif all(self._parent_done(p) for p in child.after):
                 # A dependent never runs before its own due time, nor before its parents are done.
-                child.state, child.due = PENDING, max(child.due, t)
+                child.due = max(child.due, t)
+                self._set(child, PENDING)
 
     def _parent_done(self, parent_id: str) -> bool:
         # A missing parent of a blocked job was done and purged: a parent that failed or was
@@ -284,7 +320,7 @@ class MemoryStore(MemoryViews):
         """End expired leases, oldest expiry first (JOB-04)."""
         t = self._at(now)
         with self._write():
-            expired = [r for r in self._rows.values() if r.lease_expired(t)]
+            expired = [r for r in self._index.running.values() if r.lease_expired(t)]
             expired = sorted(expired, key=lambda r: r.lease_expires or 0.0)[:limit]
             for row in expired:
                 self._lose(row, OUTCOME_LEASE_EXPIRED, t)
@@ -293,7 +329,7 @@ class MemoryStore(MemoryViews):
     def holders(self, host: str) -> list[Holder]:
         """The distinct holders of live leases on `host`, in id order."""
         with self._read():
-            ids = {r.holder for r in self._rows.values() if r.state == RUNNING and r.holder}
+            ids = {r.holder for r in self._index.running.values() if r.holder}
         found = [Holder.parse(i) for i in sorted(ids)]
         return [h for h in found if h.host == host]
 
@@ -302,7 +338,7 @@ class MemoryStore(MemoryViews):
         t = self._at(now)
         gone = {h.id for h in holders}
         with self._write():
-            rows = [r for r in self._rows.values() if r.state == RUNNING and r.holder in gone]
+            rows = [r for r in self._index.running.values() if r.holder in gone]
             for row in rows:
                 self._lose(row, OUTCOME_WORKER_LOST, t)
             return len(rows)
@@ -312,7 +348,7 @@ class MemoryStore(MemoryViews):
         self._end_attempt(row, t, outcome, None)
         state, error = rules.lease_ended(outcome, row.cancel_requested, row.attempts, row.max_attempts)
         if state == PENDING:
-            row.state = PENDING  # due unchanged: due again at once
+            self._set(row, PENDING)  # due unchanged: due again at once
         else:
             self._finish(row, state, error, t)
 
@@ -340,9 +376,10 @@ class MemoryStore(MemoryViews):
             row = self._rows.get(job_id)
             if row is None or row.state not in (FAILED, CANCELLED):
                 return False
-            row.state, row.due, row.cancel_requested = PENDING, t, False
+            row.due, row.cancel_requested = t, False
             row.max_attempts = row.attempts + row.attempt_budget
             row.finished_at = row.expires_at = None
+            self._set(row, PENDING)
             return True
 
     def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
@@ -352,7 +389,9 @@ class MemoryStore(MemoryViews):
             row = self._rows.get(job_id)
             if row is None:
                 return None
-            return row.snapshot(t, ahead=ahead(row, self._rows.values(), t), executions=executions)
+            # `ahead` walks the pending rows of the job's queue only.
+            pending = self._index.pending.get(row.queue, {}).values()
+            return row.snapshot(t, ahead=ahead(row, pending, t), executions=executions)
 
     def jobs(
         self,
@@ -366,31 +405,57 @@ class MemoryStore(MemoryViews):
         """Jobs in a reported state (all when None), oldest (or newest) first."""
         t = self._at(now)
         with self._read():
-            rows = sorted(self._rows.values(), key=lambda r: r.seq, reverse=newest)
-            rows = [r for r in rows if state in (None, r.reported_state(t)) and queue in (None, r.queue)]
-            return [r.snapshot(t) for r in rows[offset : offset + limit]]
+            found = (
+                r for r in self._candidates(state, queue, newest) if state in (None, r.reported_state(t))
+            )
+            if queue is not None:
+                found = (r for r in found if r.queue == queue)
+            return [r.snapshot(t) for r in itertools.islice(found, offset, offset + limit)]
+
+    def _candidates(self, state: str | None, queue: str | None, newest: bool) -> Iterable[Row]:
+        """The rows that may be in reported `state`, in seq order (reversed when `newest`): the
+        live states' from their index, the others' from every row, which are in seq order."""
+        index = self._index
+        if state in (WAITING, SCHEDULED):
+            by_queue = index.pending if queue is None else {queue: index.pending.get(queue, {})}
+            live: list[Row] = [r for rows in by_queue.values() for r in rows.values()]
+        elif state in (RUNNING, BLOCKED):
+            live = list((index.running if state == RUNNING else index.blocked).values())
+        else:
+            return reversed(self._rows.values()) if newest else self._rows.values()
+        return sorted(live, key=lambda r: r.seq, reverse=newest)
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
         t = self._at(now)
-        out: dict[str, dict[str, int]] = {}
         with self._read():
-            for row in self._rows.values():
-                by_state = out.setdefault(row.queue, {})
-                state = row.reported_state(t)
-                by_state[state] = by_state.get(state, 0) + 1
+            return self._count(t)
+
+    def _count(self, t: float) -> dict[str, dict[str, int]]:
+        """counts() under the lock: the kept counts of the stored states, with the pending rows
+        split into scheduled and waiting by due time (this walks the pending rows only)."""
+        out = {queue: dict(by_state) for queue, by_state in self._index.counts.items()}
+        for queue, by_state in out.items():
+            if by_state.pop(PENDING, 0):
+                pending = self._index.pending[queue].values()
+                scheduled = sum(1 for r in pending if r.due > t)
+                for state, n in ((SCHEDULED, scheduled), (WAITING, len(pending) - scheduled)):
+                    if n:
+                        by_state[state] = n
         return out
 
     def purge(self, now: float | None = None, limit: int = 1000) -> int:
         """Remove final jobs past their window, with their steps and executions (JOB-10)."""
         t = self._at(now)
         with self._write():
-            old = [r for r in self._rows.values() if r.purgeable(t)][:limit]
+            old = self._index.expired(self._rows, t, limit)
             for row in old:
                 self._delete(row)
             return len(old)
 
     def _delete(self, row: Row) -> None:
-        self._rows.pop(row.id, None)
+        if self._rows.get(row.id) is row:
+            del self._rows[row.id]
+            self._index.remove(row)
         self._tokens.pop(row.token or "", None)
 
     # -- cron and leadership ------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The memory store's dashboard operations: browse, stats, series, pause, delete, heartbeats.
 
-A mixin of MemoryStore (it uses the store's lock, rows and helpers). Everything here walks every
-row: the memory store is for tests and trying tinyjobs out, not for a million jobs."""
+A mixin of MemoryStore (it uses the store's lock, rows, indexes and helpers). browse, dependents
+and the execution figures walk every row: the memory store is for tests and trying tinyjobs out,
+not for a million jobs; what a worker or its reaper calls does not (index.py)."""
 
 from __future__ import annotations
 
@@ -26,13 +27,15 @@ from ..views import (
     liveness,
     text_matches,
 )
-from .rows import PENDING, Row
+from .index import Index
+from .rows import Row
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     class _Base:
         _rows: dict[str, Row]
+        _index: Index
         _paused: set[str]
         _beats: dict[tuple[str, int], WorkerBeat]
         _read: Callable[[], AbstractContextManager[None]]
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 
         @staticmethod
         def _at(now: float | None) -> float: ...
+
+        def _count(self, t: float) -> dict[str, dict[str, int]]: ...
 else:
     _Base = object
 
@@ -87,18 +92,17 @@ class MemoryViews(_Base):
 
     def queue_stats(self, now: float | None = None) -> list[QueueStats]:
         t = self._at(now)
-        counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
         past: dict[str, int] = {}
         with self._read():
-            for row in self._rows.values():
+            counts = self._count(t)
+            for queue, pending in self._index.pending.items():
+                due = [r.due for r in pending.values() if r.due <= t]
+                if due:
+                    oldest[queue] = min(due)
+            for row in self._index.running.values():  # leases past their expiry, not yet reaped
                 if row.lease_expired(t):
                     past[row.queue] = past.get(row.queue, 0) + 1
-                state = row.reported_state(t)
-                by_state = counts.setdefault(row.queue, {})
-                by_state[state] = by_state.get(state, 0) + 1
-                if row.state == PENDING and row.due <= t:
-                    oldest[row.queue] = min(oldest.get(row.queue, row.due), row.due)
             paused = set(self._paused)
         return [
             QueueStats(
@@ -158,7 +162,7 @@ class MemoryViews(_Base):
             self._delete(row)  # the row and its lease token: a late settlement finds nothing
             if row.state != DONE:
                 reason = rules.dependency_error(row.id, rules.DELETED)
-                for child in _blocked_after(self._rows.values(), row.id):
+                for child in _blocked_after(self._index.blocked.values(), row.id):
                     self._finish(child, CANCELLED, reason, t)
             return True
 
