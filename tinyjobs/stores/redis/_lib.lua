@@ -21,7 +21,7 @@
 --   P:q:<queue>:grun       hash    group -> running jobs
 --   P:q:<queue>:starts     zset    recent starts (score started_at) for `rate`; TTL = period
 --   P:q:<queue>:gs:<group> zset    recent starts of one group for `group_rate`; TTL = period
---   P:q:<queue>:wake       list    wake-up tokens for wait() (at most 8)
+--   P:q:<queue>:wake       list    wake-up tokens for wait() (at most 8): '1' claim, 's' scheduled
 --   P:queues               set     names of queues that hold jobs
 --   P:limited              hash    queue -> '1' while the last claim on it passed limits; only
 --                                  these queues are woken when a lease ends (room under limits)
@@ -130,6 +130,8 @@ local function later(cmd, key, a, b)
   end
 end
 
+local scheduled = {}  -- queue -> true when a job was scheduled for later in this script
+
 local function wake(q)
   wakes[q] = (wakes[q] or 0) + 1
 end
@@ -138,6 +140,9 @@ end
 -- jobs that became due or leases that ended on limited queues (purge deletes the list with its
 -- queue). A lease that ends on a queue without limits wakes nobody: a worker with free slots
 -- claims from such a queue on its own cycle, so a wake-up would only cost every waiter a turn.
+-- Tokens are '1' (jobs to claim now) or 's' (a job was scheduled for later: the waiter that pops
+-- it reads the next due time again; one popping '1' keeps the one it read). An 's' is always
+-- pushed, the list then cut to its newest 8.
 local function flush()
   for _, id in ipairs(batch_order) do
     local entry = batches[id]
@@ -171,7 +176,13 @@ local function flush()
       redis.call('RPUSH', w, '1')
     end
   end
-  wakes = {}
+  for q in pairs(scheduled) do
+    local w = qk(q, 'wake')
+    if redis.call('RPUSH', w, 's') > 8 then
+      redis.call('LTRIM', w, -8, -1)
+    end
+  end
+  wakes, scheduled = {}, {}
 end
 
 -- Make a job pending with this due time: into `ready` when due, else into `sched`.
@@ -183,10 +194,11 @@ local function place(id, j, due, now, written)
   end
   if due <= now then
     redis.call('ZADD', qk(j.q, 'ready'), 0, m)
+    wake(j.q)
   else
     redis.call('ZADD', qk(j.q, 'sched'), due, m)
+    scheduled[j.q] = true
   end
-  wake(j.q)
 end
 
 local function unplace(j)
