@@ -18,8 +18,7 @@ local function apply(id, j, oc, res, err, delay)
   if j.c == '1' and oc ~= 'done' then
     finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)
   elseif oc == 'done' then
-    if res then redis.call('HSET', jk(id), 'r', res) end
-    finalize(id, j, 'done', nil, now)
+    finalize(id, j, 'done', nil, now, res)
   elseif oc == 'fail' or (oc == 'retry' and tonumber(j.a) >= tonumber(j.ma)) then
     finalize(id, j, 'failed', err, now)
   elseif oc == 'retry' then
@@ -43,7 +42,7 @@ for _, a in ipairs(cjson.decode(ARGV[2])) do
     if err == '' then err = nil end
     local eo = EXECUTION_OUTCOMES[oc]  -- rules.execution_outcome
     if j.c == '1' and oc ~= 'done' then eo = OUTCOME_CANCELLED end
-    close_exec(id, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
+    close_exec(id, j.q, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
     clear_lease(id, j)
     apply(id, j, oc, res, err, tonumber(a[6]))
     table.insert(out, 1)
