@@ -100,6 +100,23 @@ local function load(id)
   return j, flat
 end
 
+-- Only `fields` of a job hash (nil when the job does not exist): a script that needs a few
+-- fields spares the copy of the rest (payload, result) into Lua, which HGETALL pays per field.
+local function load_fields(id, fields)
+  local values = redis.call('HMGET', jk(id), unpack(fields))
+  local j, any = {}, false
+  for i, f in ipairs(fields) do
+    local v = values[i]
+    if v then
+      j[f], any = v, true
+    end
+  end
+  if not any then
+    return nil
+  end
+  return j
+end
+
 local function member(pri, due, seq, id)
   return string.format('%011d%017.0f%012d', 10000000000 - pri, due * 1000000, seq) .. id
 end

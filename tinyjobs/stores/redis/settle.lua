@@ -30,10 +30,13 @@ local function apply(id, j, oc, res, err, delay)
   end
 end
 
+-- The fields settling reads (here and in clear_lease, close_exec, finalize, place, index).
+local FIELDS = {'st', 'tk', 'c', 'a', 'ma', 'd', 'q', 'g', 'h', 'k', 'dd', 'kp', 's', 'e', 'hd', 'pr'}
+
 local out = {}
 for _, a in ipairs(cjson.decode(ARGV[2])) do
   local id, tk, oc = a[1], a[2], a[3]
-  local j = load(id)
+  local j = load_fields(id, FIELDS)
   if not j or j.tk ~= tk or j.st ~= 'running' then
     table.insert(out, 0)
   else
