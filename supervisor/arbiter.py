@@ -57,6 +57,7 @@ class Arbiter:
         self.store_error: str | None = None  # why the store could not be opened, until it is
         self.pool = Pool(config, self.selector, self._inherited_fds, self.log)
         self._ready_sent = False
+        self._wait = 0.0  # the first turn starts the workers at once; later turns wait TURN
         self._next_status = 0.0
         self._next_extend = 0.0
 
@@ -94,8 +95,9 @@ class Arbiter:
             self.health.open()
         if not self._open_store():
             return
+        # Its first tick (the lease, a reap) comes in the first turn, after the workers are
+        # forked: nothing the workers do waits for it, so it need not delay their first claim.
         self.leader = Leader(self.app, Holder.current().id, self.config.leader_ttl, self.log)
-        self.leader.tick()
         self.state = "running"
 
     def _open_store(self) -> bool:
@@ -125,7 +127,8 @@ class Arbiter:
         return self.stopping is not None and not self.pool.children
 
     def _turn(self) -> None:
-        self._poll(TURN)
+        self._poll(self._wait)
+        self._wait = TURN
         self._handle_signals()
         self.pool.reap(self.app, self.stopping is not None)
         now = time.monotonic()

@@ -11,14 +11,17 @@ lease is tried again after a backoff (up to 5 s), not every second."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tinyjobs.cron import CronScheduler
 from tinyjobs.reaper import Reaper
 from tinyjobs.runtime import Runtime
 from tinyjobs.storeguard import StoreGuard
 from tinyjobs.stores.deadlines import retrying_at_most
 from tinyjobs.urls import mask
+
+if TYPE_CHECKING:
+    # For the type only: tinyjobs.cron loads croniter, which an app without schedules never needs.
+    from tinyjobs.cron import CronScheduler
 
 LEASE_NAME = "leader"
 TICK = 1.0
@@ -104,6 +107,8 @@ def _cron_scheduler(app: Runtime, log: Any) -> CronScheduler | None:
     cannot start is logged and left out: the reaper and the purge still run."""
     if not app.crons:
         return None
+    from tinyjobs.cron import CronScheduler  # loaded already: app.crons came from @app.cron
+
     try:
         return CronScheduler(app, log)
     except Exception as err:

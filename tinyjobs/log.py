@@ -26,6 +26,7 @@ def level_from_env() -> int:
 
 
 _buffered: LineLogger | None = None  # the logger whose lines wait for flush(), when buffered
+_json_lines: JsonLines | None = None  # where configure() sends JSON lines, when it does
 
 
 class LineLogger:
@@ -86,6 +87,11 @@ class IsoTimeStamper:
         self._second: tuple[int, str] = (-1, "")
 
     def __call__(self, logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
+        event_dict["timestamp"] = self.now()
+        return event_dict
+
+    def now(self) -> str:
+        """The time now, as the processor writes it."""
         # Rounded to the microsecond as datetime does; a fraction that rounds up to a whole
         # second carries into it.
         second, micro = divmod(round(time.time() * 1_000_000), 1_000_000)
@@ -93,8 +99,7 @@ class IsoTimeStamper:
         if second != cached:
             prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
             self._second = (second, prefix)
-        event_dict["timestamp"] = f"{prefix}{micro:06d}Z"
-        return event_dict
+        return f"{prefix}{micro:06d}Z"
 
 
 def _json_fallback(value: Any) -> Any:
@@ -106,12 +111,12 @@ def _json_fallback(value: Any) -> Any:
 
 
 # One encoder for every event: json.dumps(..., default=...) builds a new encoder per call.
-_encode_json = jsonlib.JSONEncoder(default=_json_fallback).encode
+encode_json = jsonlib.JSONEncoder(default=_json_fallback).encode
 
 
 def render_json(logger: WrappedLogger, method: str, event_dict: EventDict) -> str:
     """structlog's last processor for JSON lines: the same text as JSONRenderer(), cheaper."""
-    return _encode_json(event_dict)
+    return encode_json(event_dict)
 
 
 def flush() -> None:
@@ -130,7 +135,8 @@ def configure(
     names stdout or stderr (and no stream or format is forced), else JSON lines unless the
     stream is a terminal. `buffered` (for workers, which call `flush()` every turn) holds lines
     until then; a terminal is never buffered."""
-    global _buffered
+    global _buffered, _json_lines
+    _json_lines = None
     if stream is None and json is None and journald.stream_is_journal():
         _buffered = None
         _configure_journald(level)
@@ -142,17 +148,22 @@ def configure(
     logger = LineLogger(stream, buffered)
     _buffered = logger if buffered else None
     renderer: Processor = render_json if json else structlog.dev.ConsoleRenderer(colors=True)
+    stamper = IsoTimeStamper()
+    processors: list[Processor] = [
+        structlog.processors.add_log_level,
+        stamper,
+        structlog.processors.format_exc_info,
+        renderer,
+    ]
+    level = level or level_from_env()
     structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            IsoTimeStamper(),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level or level_from_env()),
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=lambda *args: logger,
         cache_logger_on_first_use=False,
     )
+    if json:
+        _json_lines = JsonLines(logger, level, stamper.now, structlog.get_config())
 
 
 def _configure_journald(level: int | None) -> None:
@@ -172,6 +183,31 @@ def _configure_journald(level: int | None) -> None:
 def get_logger(**context: Any) -> Any:
     """A logger bound to `context` (e.g. pid, worker)."""
     return structlog.get_logger("tinyjobs").bind(**context)
+
+
+class JsonLines:
+    """What configure() set up for JSON lines, for loggers that render their lines themselves
+    (tinyjobs.joblog): the line logger, the level, the clock, and the structlog configuration,
+    to tell whether it is still in force (tests capture events by reconfiguring structlog)."""
+
+    def __init__(self, sink: LineLogger, level: int, now: Any, config: dict[str, Any]) -> None:
+        self.sink, self.level, self.now = sink, level, now
+        self._processors = list(config["processors"])
+        self._factory, self._wrapper = config["logger_factory"], config["wrapper_class"]
+
+    def in_force(self) -> bool:
+        config = structlog.get_config()
+        return (
+            config["logger_factory"] is self._factory
+            and config["wrapper_class"] is self._wrapper
+            and config["processors"] == self._processors
+        )
+
+
+def json_lines() -> JsonLines | None:
+    """The JSON lines output configure() set up, while structlog still uses it; else None."""
+    out = _json_lines
+    return out if out is not None and out.in_force() else None
 
 
 def job_fields(job: Any) -> dict[str, Any]:

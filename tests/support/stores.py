@@ -12,7 +12,7 @@ __all__ = ["CAPABILITIES", "STORES", "memory_store", "sqlite_store"]
 
 # Every capability a store may declare (tinyjobs/stores/base.py). A `requires` marker naming
 # anything else is a typo, which would otherwise skip its test on every store.
-CAPABILITIES = frozenset({"transactions", "notify", "shared"})
+CAPABILITIES = frozenset({"transactions", "notify", "shared", "timed"})
 
 # Each store with the capabilities it declares. A test marked `requires(cap)` skips on a store
 # only when this table states the gap; a store that stops declaring a capability it has here
@@ -20,8 +20,8 @@ CAPABILITIES = frozenset({"transactions", "notify", "shared"})
 STORES: dict[str, frozenset[str]] = {
     "memory": frozenset(),
     "sqlite": frozenset({"transactions", "shared"}),
-    "postgres": frozenset({"transactions", "notify", "shared"}),
-    "redis": frozenset({"notify", "shared"}),
+    "postgres": frozenset({"transactions", "notify", "shared", "timed"}),
+    "redis": frozenset({"notify", "shared", "timed"}),
 }
 
 

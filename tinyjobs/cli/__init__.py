@@ -4,13 +4,34 @@ app's. Exit status: 0 fine, 1 a finding or a failed promise, 2 bad usage or a st
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 
 import click
 
-from .jobs import cancel, enqueue, list_jobs, retry, show_job, watch
-from .worker import worker
+# Each command's module, imported only when that command runs (or --help lists them all): a
+# command pays for its own imports alone, so `supervise` and `worker` start sooner. A module
+# that is not there (a part of tinyjobs left out of this install) has no command.
+COMMANDS = {
+    "worker": ("worker", "worker"),
+    "enqueue": ("jobs", "enqueue"),
+    "jobs": ("jobs", "list_jobs"),
+    "job": ("jobs", "show_job"),
+    "watch": ("jobs", "watch"),
+    "cancel": ("jobs", "cancel"),
+    "retry": ("jobs", "retry"),
+    "check": ("check", "check"),
+    "supervise": ("supervise", "supervise"),
+    "verify": ("verify", "verify"),
+    "cron": ("cron", "cron"),
+    "migrate": ("migrate", "migrate"),
+    "pause": ("queues", "pause"),
+    "resume": ("queues", "resume"),
+    "delete": ("queues", "delete"),
+    "dashboard": ("dashboard", "dashboard"),
+    "metrics": ("dashboard", "metrics"),
+}
 
 # click >= 8.2 raises this for a group called without a command (the help is its message); with
 # an older click the tuple is empty and its `except` clause catches nothing.
@@ -20,7 +41,18 @@ _NO_ARGS_IS_HELP: tuple[type[click.UsageError], ...] = (_no_args_is_help,) if _n
 
 class OneLineErrors(click.Group):
     """click's group, with its usage errors in the form of every other error: one line on
-    stderr, `tinyjobs: <what is wrong> (see <command> --help)`, exit 2."""
+    stderr, `tinyjobs: <what is wrong> (see <command> --help)`, exit 2; its commands (COMMANDS)
+    imported when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, (module, _) in COMMANDS.items() if _module_exists(module))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS or not _module_exists(COMMANDS[cmd_name][0]):
+            return None
+        module_name, attr = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(f"{__name__}.{module_name}"), attr)
+        return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -62,26 +94,5 @@ def main(ctx: click.Context, url: str | None, verbose: bool) -> None:
     ctx.obj["verbose"] = verbose
 
 
-for command in (worker, enqueue, list_jobs, show_job, watch, cancel, retry):
-    main.add_command(command)
-
-# Commands that other parts of tinyjobs contribute, each in a module of its own.
-for module_name, attr in (
-    ("check", "check"),
-    ("supervise", "supervise"),
-    ("verify", "verify"),
-    ("cron", "cron"),
-    ("migrate", "migrate"),
-    ("queues", "pause"),
-    ("queues", "resume"),
-    ("queues", "delete"),
-    ("dashboard", "dashboard"),
-    ("dashboard", "metrics"),
-):
-    try:
-        module = importlib.import_module(f"{__name__}.{module_name}")
-    except ModuleNotFoundError as err:
-        if err.name != f"{__name__}.{module_name}":
-            raise
-        continue
-    main.add_command(getattr(module, attr))
+def _module_exists(name: str) -> bool:
+    return importlib.util.find_spec(f"{__name__}.{name}") is not None

@@ -12,6 +12,8 @@ Stores declare what they can do in `capabilities`:
 - "transactions": `enqueue(conn=...)` writes inside the caller's open transaction (JOB-02).
 - "notify": `wait` wakes at once on a change made by another process.
 - "shared": several processes (and hosts, for servers) can share the store.
+- "timed": `wait` also returns by the time the earliest scheduled job of its queues falls due,
+  so a worker whose queues have no limits claims by the clock only rarely (worker.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 from psycopg import sql
@@ -47,8 +47,17 @@ class Listener:
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
-    def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        """Block until a notification for one of `queues` arrives (True) or `timeout` passes."""
+    def wait(
+        self,
+        queues: Sequence[str],
+        timeout: float,
+        until_due: Callable[[psycopg.Connection], tuple[float | None, float | None]] | None = None,
+    ) -> bool:
+        """Block until a notification for one of `queues` arrives (True) or `timeout` passes.
+        With `until_due` (run on the listening connection: notifications that arrive meanwhile
+        wait in psycopg's backlog), also True once a scheduled job falls due: it returns the
+        seconds until then (None: none scheduled) and when to ask it again (None: not before
+        the timeout)."""
         deadline = time.monotonic() + max(timeout, 0.0)
         if not self._lock.acquire(timeout=max(timeout, 0.0)):
             return False
@@ -58,10 +67,23 @@ class Listener:
                 time.sleep(max(0.0, min(POLL, deadline - time.monotonic())))
                 return time.monotonic() < deadline
             wanted = set(queues)
+            due_at = ask_at = float("inf")
+            ask = until_due is not None
             while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                clock = time.monotonic()
+                if ask and until_due is not None:
+                    due_in, ask_in = until_due(conn)
+                    due_at = float("inf") if due_in is None else clock + due_in
+                    ask_at = float("inf") if ask_in is None else clock + ask_in
+                    ask = False
+                if clock >= due_at:
+                    return True
+                if clock >= deadline:
                     return False
+                if clock >= ask_at:
+                    ask = True
+                    continue
+                left = min(deadline, due_at, ask_at) - clock
                 for note in conn.notifies(timeout=left, stop_after=1):
                     if not wanted or note.payload in wanted:
                         return True

@@ -470,6 +470,26 @@ DELETE FROM {leaders} WHERE name = %(name)s AND holder = %(holder)s
 SELECT DISTINCT holder FROM {jobs}
 WHERE state = 'running' AND left(holder, length(%(host)s) + 1) = %(host)s || '|'
 
+-- name: until_due
+-- Seconds until the earliest pending job of these queues that is not due yet falls due (NULL:
+-- none), for `wait`. A skip scan of jobs_claim (queue, priority DESC, due): per queue, one
+-- index probe per priority present and one for its earliest due time after now, however many
+-- jobs wait.
+WITH RECURSIVE t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+p AS (
+    SELECT q.name AS queue,
+        (SELECT max(j.priority) FROM {jobs} j WHERE j.state = 'pending' AND j.queue = q.name) AS pr
+    FROM unnest(%(queues)s::text[]) AS q(name)
+    UNION ALL
+    SELECT p.queue, (SELECT max(j.priority) FROM {jobs} j
+                     WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority < p.pr)
+    FROM p WHERE p.pr IS NOT NULL
+)
+SELECT min((SELECT min(j.due) FROM {jobs} j
+            WHERE j.state = 'pending' AND j.queue = p.queue AND j.priority = p.pr
+              AND j.due > t.now)) - min(t.now)
+FROM p, t WHERE p.pr IS NOT NULL
+
 -- name: notify
 -- Wake the waiters of these queues, in a transaction of its own that commits without waiting
 -- for the WAL flush: it carries no data (a crash loses nothing but a wake-up), and a notifying

@@ -6,6 +6,7 @@ PgBouncer's transaction pooling keeps it). `now=None` is the server's clock (CLK
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -28,15 +29,16 @@ from .steps import GOT, drive
 from .views import PostgresViews
 
 T = TypeVar("T")
+DUE_FRESH = 0.25  # wait() reads the earliest scheduled due time again after this long
 # The columns `get` returns after COLUMNS (GOT, read in steps.py), and those of `jobs`.
 LISTED = tail("now")
 __all__ = ["GOT", "LISTED", "PostgresStore"]
 
 
 class PostgresStore(PostgresViews):
-    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared."""
+    """Jobs in a PostgreSQL schema. capabilities: transactions, notify, shared, timed."""
 
-    capabilities = frozenset({"transactions", "notify", "shared"})
+    capabilities = frozenset({"transactions", "notify", "shared", "timed"})
 
     def __init__(self, settings: Settings, retry_for: float = 10.0, listen: bool = True) -> None:
         self.settings = settings
@@ -48,6 +50,9 @@ class PostgresStore(PostgresViews):
         self._raise_sync = self.q["raise_sync_commit"]
         self.listen = listen  # False: wake-ups by polling (PgBouncer transaction pooling)
         self._listener = Listener(self._conns, self._channel, enabled=listen)
+        self._due_seen: dict[tuple[str, ...], tuple[float, float | None]] = {}  # for wait
+        if not listen:  # polling wakes every POLL whatever is due: workers claim by the clock
+            self.capabilities = self.capabilities - {"timed"}
 
     def _run(self, op: Any, write: bool = True, idempotent: bool = True) -> Any:
         return self._conns.run(op, write=write, idempotent=idempotent, raise_sync=self._raise_sync)
@@ -311,7 +316,27 @@ class PostgresStore(PostgresViews):
         self._one("resign", {"name": name, "holder": holder}, write=True)
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        return self._listener.wait(queues, timeout)
+        """LISTEN for the queues' notifications, and return by the time the earliest scheduled
+        job of the queues falls due ("timed": a worker then need not claim by the clock)."""
+
+        key = tuple(queues)
+
+        def until_due(conn: psycopg.Connection) -> tuple[float | None, float | None]:
+            # At 50 jobs a second a notification ends every wait: one query per wait would
+            # double the watcher's cost. A due time read less than DUE_FRESH ago is used again
+            # (it may miss a job scheduled since, whose notification ended an earlier wait),
+            # and read anew once DUE_FRESH is over: such a job starts at most that late, the
+            # bound of the worker's IDLE_POLL claims.
+            clock = time.monotonic()
+            read_at, due_at = self._due_seen.get(key, (float("-inf"), None))
+            if clock - read_at >= DUE_FRESH:
+                row = conn.execute(self.q["until_due"], {"now": None, "queues": list(queues)}).fetchone()
+                seconds = None if row is None or row[0] is None else float(row[0])
+                self._due_seen[key] = (clock, None if seconds is None else clock + seconds)
+                return seconds, None  # fresh: later news comes by notification
+            return (None if due_at is None else due_at - clock), read_at + DUE_FRESH - clock
+
+        return self._listener.wait(queues, timeout, until_due if queues else None)
 
     def aio(self) -> Any:
         """The async twin of this store's front door (enqueue, get, cancel, retry): aio.py."""

@@ -28,7 +28,7 @@ class RedisStore(RedisViews):
     """A store in one Redis database under one key prefix. Thread-safe; fork-safe (each process
     builds its own connections)."""
 
-    capabilities = frozenset({"notify", "shared"})
+    capabilities = frozenset({"notify", "shared", "timed"})
 
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url

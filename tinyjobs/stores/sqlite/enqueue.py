@@ -22,12 +22,21 @@ def enqueue_batch(cur: sqlite3.Cursor, jobs: Sequence[NewJob], now: float) -> li
     """Add the jobs in order; one transaction is the caller's business."""
     if not jobs:
         return []
+    if len(jobs) == 1 and jobs[0].key is None and not jobs[0].after:
+        # The commonest case, one job with a fresh id: the insert itself is the check (the
+        # id is UNIQUE; a refused insert changes nothing), one statement instead of two.
+        job = jobs[0]
+        due = due_of(job, now)
+        try:
+            cur.execute(Q["insert_job"], new_job_row(job, due, now, PENDING, None))
+        except sqlite3.IntegrityError as err:
+            if "jobs.id" not in str(err):
+                raise
+            return [_enqueue_one(cur, job, now)]  # the id exists: dedupe or replace it
+        return [created_snapshot(job, due, now)]
     if _plain(cur, jobs):
         # The common case (fresh ids, no key, no dependencies): one executemany, no read-back.
         dues = [due_of(job, now) for job in jobs]
-        if len(jobs) == 1:  # execute is cheaper than executemany for one row
-            cur.execute(Q["insert_job"], new_job_row(jobs[0], dues[0], now, PENDING, None))
-            return [created_snapshot(jobs[0], dues[0], now)]
         cur.executemany(
             Q["insert_job"],
             [new_job_row(job, due, now, PENDING, None) for job, due in zip(jobs, dues, strict=True)],

@@ -113,17 +113,21 @@ def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
     return True
 
 
-def settle_done_batch(db: Executor, settlements: Sequence[Settlement], now: float) -> set[tuple[str, str]]:
+def settle_done_batch(
+    db: Executor, settlements: Sequence[Settlement], now: float
+) -> tuple[set[tuple[str, str]], int]:
     """Apply the done settlements of a batch in three statements, whatever its size; returns
-    the (job id, token) pairs applied. Those left out (a lost lease, a cancellation asked for)
-    are for settle_one, which tells them apart."""
+    the (job id, token) pairs applied and how many dependents that released (they are
+    claimable now: the store rings its doorbell). Those left out (a lost lease, a cancellation
+    asked for) are for settle_one, which tells them apart."""
     done = [(s.job_id, s.token, s.result) for s in settlements if s.outcome == "done" and not s.execution]
     if not done:
-        return set()
+        return set(), 0
     rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
+    released = 0
     if rows:
         seqs = json.dumps([row[0] for row in rows])
         db.execute(Q["settle_close_done"], {"seqs": seqs, "now": now})
-        db.execute(Q["settle_release_done"], {"seqs": seqs, "now": now})
+        released = db.execute(Q["settle_release_done"], {"seqs": seqs, "now": now}).rowcount
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
-    return {(row[1], token_of[row[1]]) for row in rows}
+    return {(row[1], token_of[row[1]]) for row in rows}, released
