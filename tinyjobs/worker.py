@@ -94,6 +94,7 @@ class Worker:
         self._drain_deadline = 0.0
         self._unsettled: list[tuple[Running, Ending]] = []
         self._unsettled_since = 0.0
+        self._claimed_in_flush = False  # this turn's settle_and_claim claimed: no second claim
         self._waker = Waker()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
@@ -170,6 +171,7 @@ class Worker:
     def _turn(self) -> bool:
         """One turn: settle what finished, drain when stopping, time out, renew, claim, then
         the standalone duties; sleep until something is due. True once the worker is done."""
+        self._claimed_in_flush = False
         self._settle_ready()
         now = time.monotonic()
         if self._stopping(now) and self._finish_drain(now):
@@ -177,8 +179,8 @@ class Worker:
         self._check_timeouts(now)
         if now >= self._next_renew:
             self._renew()
-        if self.reason is None:
-            self._claim()
+        if self.reason is None and not self._claimed_in_flush:
+            self._claim()  # not right after settle_and_claim's claim: it took what there was
         self._duties()
         if self.on_tick is not None:
             self.on_tick(self)
@@ -364,6 +366,7 @@ class Worker:
                 "settle", store.settle_and_claim, settlements, self.policies, self.holder, free, now
             )
             applied, claimed = both if both is not None else (None, [])
+            self._claimed_in_flush = both is not None
         else:
             applied = self._store_call("settle", store.settle, settlements, now)
         if applied is None:

@@ -21,7 +21,7 @@
 --   P:q:<queue>:grun       hash    group -> running jobs
 --   P:q:<queue>:starts     zset    recent starts (score started_at) for `rate`; TTL = period
 --   P:q:<queue>:gs:<group> zset    recent starts of one group for `group_rate`; TTL = period
---   P:q:<queue>:wake       list    wake-up tokens for wait() (at most 8)
+--   P:q:<queue>:wake       list    wake-up tokens for wait() (at most 8): '1' claim, 's' scheduled
 --   P:queues               set     names of queues that hold jobs
 --   P:limited              hash    queue -> '1' while the last claim on it passed limits; only
 --                                  these queues are woken when a lease ends (room under limits)
@@ -60,8 +60,16 @@ local INDEXED = {blocked = true, done = true, failed = true, cancelled = true}
 local wakes = {}
 local ended = {}  -- queue -> leases ended in this script: room under its limits, if any
 
+-- Formatting a double costs thousands of instructions, and a script writes the same few (now,
+-- a due time) several times: each text is made once per script run.
+local texts = {}
 local function num(x)
-  return string.format('%.17g', x)
+  local t = texts[x]
+  if t == nil then
+    t = string.format('%.17g', x)
+    texts[x] = t
+  end
+  return t
 end
 
 local function clock(v)
@@ -90,6 +98,23 @@ local function load(id)
     j[flat[i]] = flat[i + 1]
   end
   return j, flat
+end
+
+-- Only `fields` of a job hash (nil when the job does not exist): a script that needs a few
+-- fields spares the copy of the rest (payload, result) into Lua, which HGETALL pays per field.
+local function load_fields(id, fields)
+  local values = redis.call('HMGET', jk(id), unpack(fields))
+  local j, any = {}, false
+  for i, f in ipairs(fields) do
+    local v = values[i]
+    if v then
+      j[f], any = v, true
+    end
+  end
+  if not any then
+    return nil
+  end
+  return j
 end
 
 local function member(pri, due, seq, id)
@@ -130,6 +155,8 @@ local function later(cmd, key, a, b)
   end
 end
 
+local scheduled = {}  -- queue -> true when a job was scheduled for later in this script
+
 local function wake(q)
   wakes[q] = (wakes[q] or 0) + 1
 end
@@ -138,6 +165,9 @@ end
 -- jobs that became due or leases that ended on limited queues (purge deletes the list with its
 -- queue). A lease that ends on a queue without limits wakes nobody: a worker with free slots
 -- claims from such a queue on its own cycle, so a wake-up would only cost every waiter a turn.
+-- Tokens are '1' (jobs to claim now) or 's' (a job was scheduled for later: the waiter that pops
+-- it reads the next due time again; one popping '1' keeps the one it read). Tokens are pushed,
+-- then the list is cut to its newest 8 (one command where LLEN + RPUSH took two).
 local function flush()
   for _, id in ipairs(batch_order) do
     local entry = batches[id]
@@ -147,7 +177,7 @@ local function flush()
   end
   batches, batch_order = {}, {}
   for ck, delta in pairs(count_deltas) do
-    if delta ~= 0 and redis.call('HINCRBY', P .. ':counts', ck, delta) <= 0 then
+    if delta ~= 0 and redis.call('HINCRBY', P .. ':counts', ck, string.format('%d', delta)) <= 0 then
       redis.call('HDEL', P .. ':counts', ck)
     end
   end
@@ -166,12 +196,21 @@ local function flush()
   ended = {}
   for q, n in pairs(wakes) do
     local w = qk(q, 'wake')
-    local room = 8 - redis.call('LLEN', w)
-    for _ = 1, math.min(n, room) do
-      redis.call('RPUSH', w, '1')
+    local tokens = {}
+    for i = 1, math.min(n, 8) do
+      tokens[i] = '1'
+    end
+    if redis.call('RPUSH', w, unpack(tokens)) > 8 then
+      redis.call('LTRIM', w, -8, -1)
     end
   end
-  wakes = {}
+  for q in pairs(scheduled) do
+    local w = qk(q, 'wake')
+    if redis.call('RPUSH', w, 's') > 8 then
+      redis.call('LTRIM', w, -8, -1)
+    end
+  end
+  wakes, scheduled = {}, {}
 end
 
 -- Make a job pending with this due time: into `ready` when due, else into `sched`.
@@ -182,11 +221,12 @@ local function place(id, j, due, now, written)
     redis.call('HSET', jk(id), 'st', 'pending', 'd', j.d, 'm', m)
   end
   if due <= now then
-    redis.call('ZADD', qk(j.q, 'ready'), 0, m)
+    redis.call('ZADD', qk(j.q, 'ready'), '0', m)
+    wake(j.q)
   else
-    redis.call('ZADD', qk(j.q, 'sched'), due, m)
+    redis.call('ZADD', qk(j.q, 'sched'), j.d, m)
+    scheduled[j.q] = true
   end
-  wake(j.q)
 end
 
 local function unplace(j)
@@ -231,20 +271,23 @@ local function cancel_dependents(id, state, now)
   end
 end
 
--- Put a job (not pending, not running any more) in a final state and expire it later.
-finalize = function(id, j, state, err, now)
+-- Put a job (not pending, not running any more) in a final state and expire it later; `result`
+-- (done only) is written with it. `j` is the loaded row (its `e` says whether done clears one).
+finalize = function(id, j, state, err, now, result)
   local x = now + tonumber(state == 'done' and j.dd or j.kp)
   j.st = state
   if err then
     redis.call('HSET', jk(id), 'st', state, 'fa', num(now), 'x', num(x), 'e', err)
+  elseif result then
+    redis.call('HSET', jk(id), 'st', state, 'fa', num(now), 'x', num(x), 'r', result)
   else
     redis.call('HSET', jk(id), 'st', state, 'fa', num(now), 'x', num(x))
   end
-  later('ZADD', P .. ':expiry', x, id)
+  later('ZADD', P .. ':expiry', num(x), id)
   index(state, j.q, j.s, id, 1)
   release_key(id, j)
   if state == 'done' then
-    redis.call('HDEL', jk(id), 'e')
+    if j.e then redis.call('HDEL', jk(id), 'e') end
     if j.hd then release_dependents(id, now) end
   elseif j.hd then
     cancel_dependents(id, state, now)
@@ -256,8 +299,8 @@ local function exec_stats(id, q, n, outcome, started, ended_at, sign)
   local pair = q .. '\t' .. outcome
   local d = math.max(ended_at - started, 0)
   if sign > 0 then
-    redis.call('ZADD', P .. ':ended', ended_at, id .. '\t' .. n .. '\t' .. outcome)
-    redis.call('ZADD', P .. ':dur:' .. pair, d, id .. '\t' .. n)
+    redis.call('ZADD', P .. ':ended', num(ended_at), id .. '\t' .. n .. '\t' .. outcome)
+    redis.call('ZADD', P .. ':dur:' .. pair, num(d), id .. '\t' .. n)
     redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(d))
     redis.call('SADD', P .. ':durkeys', pair)
   else
@@ -309,7 +352,7 @@ local function clear_lease(id, j)
   later('SREM', qk(j.q, 'run'), id)
   if j.g then
     local gk = qk(j.q, 'grun')
-    if redis.call('HINCRBY', gk, j.g, -1) <= 0 then
+    if redis.call('HINCRBY', gk, j.g, '-1') <= 0 then
       redis.call('HDEL', gk, j.g)
     end
   end
@@ -322,17 +365,17 @@ local function clear_lease(id, j)
 end
 
 -- An execution is a start entry {a, h, p, s} pushed by claim, then an end entry {n, o[, r]}.
-local function close_exec(id, now, outcome, err)
+local function close_exec(id, q, now, outcome, err)
   local xk = P .. ':exec:' .. id
   local start = cjson.decode(redis.call('LINDEX', xk, -1))
   local n = redis.call('RPUSH', xk, cjson.encode({n = num(now), o = outcome, r = err}))
-  exec_stats(id, redis.call('HGET', jk(id), 'q'), n, outcome, tonumber(start.s), now, 1)
+  exec_stats(id, q, n, outcome, tonumber(start.s), now, 1)
 end
 
 -- A lease that ended without settlement (reap: OUTCOME_LEASE_EXPIRED, end_leases:
 -- OUTCOME_WORKER_LOST): rules.lease_ended.
 local function end_lease(id, j, outcome, now)
-  close_exec(id, now, outcome, nil)
+  close_exec(id, j.q, now, outcome, nil)
   clear_lease(id, j)
   if j.c == '1' then
     finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)
@@ -378,7 +421,7 @@ local function enqueue_one(a, now)
   end
   local seq = redis.call('INCR', P .. ':seq')
   local due = (a[7] ~= '') and tonumber(a[7]) or now + tonumber(a[6])
-  local f = {'t', a[2], 'q', q, 'p', a[4], 'pr', a[5], 's', seq, 'a', 0, 'ma', a[11], 'b', a[11],
+  local f = {'t', a[2], 'q', q, 'p', a[4], 'pr', a[5], 's', string.format('%d', seq), 'a', '0', 'ma', a[11], 'b', a[11],
     'dd', a[12], 'kp', a[13], 'ca', num(now), 'd', num(due), 'st', 'pending',
     'm', member(tonumber(a[5]), due, seq, id)}
   local j = {q = q, pr = a[5], s = seq, dd = a[12], kp = a[13]}
@@ -387,7 +430,7 @@ local function enqueue_one(a, now)
   if a[10] ~= '' then table.insert(f, 'af'); table.insert(f, a[10]) end
   redis.call('HSET', jk(id), unpack(f))
   redis.call('SADD', P .. ':queues', q)
-  later('ZADD', P .. ':created', now, id)
+  later('ZADD', P .. ':created', num(now), id)
   if a[10] ~= '' then
     for _, parent in ipairs(cjson.decode(a[10])) do
       redis.call('SADD', P .. ':kids:' .. parent, id)

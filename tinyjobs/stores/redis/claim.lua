@@ -27,7 +27,7 @@ local function promote(q)
   if #due == 0 then return end
   local rk = qk(q, 'ready')
   for i = 1, #due do
-    redis.call('ZADD', rk, 0, due[i])
+    redis.call('ZADD', rk, '0', due[i])
   end
   redis.call('ZREM', sk, unpack(due))
 end
@@ -39,8 +39,8 @@ local function window(key, period)
 end
 
 local function record(key, period, tk)
-  redis.call('ZADD', key, now, tk)
-  redis.call('EXPIRE', key, math.ceil(period) + 1)
+  redis.call('ZADD', key, num(now), tk)
+  redis.call('EXPIRE', key, string.format('%d', math.ceil(period) + 1))
 end
 
 local qs, names = {}, {}
@@ -104,12 +104,12 @@ local function take(s, id, m)
   end
   local tk = base .. string.format('%04x', #out + 1)
   local a, le = tonumber(f[4]) + 1, now + s.lease
-  redis.call('HSET', jkey, 'st', 'running', 'a', a, 'sa', num(now), 'tk', tk, 'le', num(le),
+  redis.call('HSET', jkey, 'st', 'running', 'a', string.format('%d', a), 'sa', num(now), 'tk', tk, 'le', num(le),
     'ls', num(s.lease), 'h', holder)
   table.insert(s.taken, m)
   later('SADD', qk(s.name, 'run'), id)
-  if g then redis.call('HINCRBY', qk(s.name, 'grun'), g, 1) end
-  later('ZADD', P .. ':leases', le, id)
+  if g then redis.call('HINCRBY', qk(s.name, 'grun'), g, '1') end
+  later('ZADD', P .. ':leases', num(le), id)
   later('HSET', P .. ':tok', tk, id)
   later('SADD', P .. ':hold:' .. holder, id)
   redis.call('RPUSH', P .. ':exec:' .. id, cjson.encode({a = a, h = host, p = pid, s = num(now)}))

@@ -23,6 +23,7 @@ OPERATIONS = (
     "renew",
     "save_step",
     "settle",
+    "settle_claim",
     "reap",
     "end_leases",
     "cancel",
@@ -81,13 +82,22 @@ def prelude() -> str:
     return "\n".join(lines) + "\n"
 
 
+# Operations made of others run in turn in one script: each part's body becomes a function
+# `<part>_main(ARGV)` (its own ARGV, so the body runs unchanged), called by the operation's file.
+COMPOSED = {"settle_claim": ("settle", "claim")}
+
+
 @cache
 def source(name: str) -> str:
     """The full text of one operation's script: the rules' prelude, the shared helpers, then the
-    operation."""
+    operation (after the functions of its parts, for a composed one)."""
     here = files(__package__)
+    parts = [
+        f"local function {part}_main(ARGV)\n{here.joinpath(f'{part}.lua').read_text()}end\n"
+        for part in COMPOSED.get(name, ())
+    ]
     lib, body = here.joinpath("_lib.lua").read_text(), here.joinpath(f"{name}.lua").read_text()
-    return prelude() + lib + "\n" + body
+    return prelude() + lib + "\n" + "".join(parts) + body
 
 
 class Scripts:

@@ -18,8 +18,7 @@ local function apply(id, j, oc, res, err, delay)
   if j.c == '1' and oc ~= 'done' then
     finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)
   elseif oc == 'done' then
-    if res then redis.call('HSET', jk(id), 'r', res) end
-    finalize(id, j, 'done', nil, now)
+    finalize(id, j, 'done', nil, now, res)
   elseif oc == 'fail' or (oc == 'retry' and tonumber(j.a) >= tonumber(j.ma)) then
     finalize(id, j, 'failed', err, now)
   elseif oc == 'retry' then
@@ -31,10 +30,13 @@ local function apply(id, j, oc, res, err, delay)
   end
 end
 
+-- The fields settling reads (here and in clear_lease, close_exec, finalize, place, index).
+local FIELDS = {'st', 'tk', 'c', 'a', 'ma', 'd', 'q', 'g', 'h', 'k', 'dd', 'kp', 's', 'e', 'hd', 'pr'}
+
 local out = {}
 for _, a in ipairs(cjson.decode(ARGV[2])) do
   local id, tk, oc = a[1], a[2], a[3]
-  local j = load(id)
+  local j = load_fields(id, FIELDS)
   if not j or j.tk ~= tk or j.st ~= 'running' then
     table.insert(out, 0)
   else
@@ -43,7 +45,7 @@ for _, a in ipairs(cjson.decode(ARGV[2])) do
     if err == '' then err = nil end
     local eo = EXECUTION_OUTCOMES[oc]  -- rules.execution_outcome
     if j.c == '1' and oc ~= 'done' then eo = OUTCOME_CANCELLED end
-    close_exec(id, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
+    close_exec(id, j.q, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
     clear_lease(id, j)
     apply(id, j, oc, res, err, tonumber(a[6]))
     table.insert(out, 1)

@@ -14,9 +14,10 @@ from typing import Any
 
 import redis
 
+from ...errors import StoreUnavailable
 from ...holder import Holder
 from ...job import Job
-from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement, settle_then_claim
+from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import codec
 from .connection import BLOCK_AT_MOST, Connection, decoded
 from .scripts import Scripts
@@ -35,6 +36,8 @@ class RedisStore(RedisViews):
         self.prefix = self._conn.prefix
         self.base = "{" + self.prefix + "}"
         self._scripts = Scripts(self.base + ":seq")
+        # wait(): the next scheduled due time (time.monotonic()) per set of queues, while known.
+        self._due_at: dict[tuple[str, ...], float] = {}
         try:
             self._conn.client().ping()
         except (redis.ConnectionError, redis.TimeoutError) as err:
@@ -66,11 +69,22 @@ class RedisStore(RedisViews):
         connection error once sent (leases it took would expire and be reaped)."""
         if limit <= 0 or not queues:
             return []
-        base = secrets.token_hex(8)
-        args = [codec.now_arg(now), holder.id, holder.hostname, holder.pid, base, int(limit)]
+        return self._claimed(self._run("claim", self._claim_args(queues, holder, limit, now), safe=False))
+
+    @staticmethod
+    def _claim_args(
+        queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+    ) -> list[Any]:
+        """claim.lua's ARGV: now, the holder, a random token base, the limit, then each queue."""
+        args = [codec.now_arg(now), holder.id, holder.hostname, holder.pid, secrets.token_hex(8), int(limit)]
         for policy in queues.values():
             args.extend(codec.policy_args(policy))
-        reply = json.loads(self._run("claim", args, safe=False))
+        return args
+
+    @staticmethod
+    def _claimed(text: str) -> list[Claimed]:
+        """The leases in claim.lua's reply."""
+        reply = json.loads(text)
         at = float(reply[0])
         out = []
         for job_id, flat, steps in reply[1]:
@@ -90,16 +104,34 @@ class RedisStore(RedisViews):
         """One atomic script, fenced by the token."""
         return self._run("save_step", [codec.now_arg(now), token, name, value]) == 1
 
-    # The two atomic steps in turn (the protocol's settle_then_claim, used as a method).
-    settle_and_claim = settle_then_claim
+    def settle_and_claim(
+        self,
+        settlements: Sequence[Settlement],
+        queues: Mapping[str, QueuePolicy],
+        holder: Holder,
+        limit: int,
+        now: float | None = None,
+    ) -> tuple[list[bool], list[Claimed]]:
+        """The settlements, then the claim, in one atomic script (one round trip for the worker's
+        cycle). When the connection fails after the call may have been sent, the settlements are
+        sent again alone (settle's own rule: the tokens fence them, the repeat may report False)
+        and nothing is claimed: leases the lost call may have taken expire and are reaped, as
+        after a lost claim."""
+        if not settlements or limit <= 0 or not queues:
+            return self.settle(settlements, now), self.claim(queues, holder, limit, now)
+        args = [codec.now_arg(now), _packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
+        try:
+            applied, claimed = self._run("settle_claim", args, safe=False)
+        except StoreUnavailable:
+            return self.settle(settlements, now), []
+        return [bool(x) for x in applied], self._claimed(claimed)
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """All settlements in one atomic script (group commit). Repeated after a lost reply: the
         tokens fence it, so a settlement applies once (the repeat may then report False)."""
         if not settlements:
             return []
-        packed = json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)
-        return [bool(x) for x in self._run("settle", [codec.now_arg(now), packed])]
+        return [bool(x) for x in self._run("settle", [codec.now_arg(now), _packed(settlements)])]
 
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
         """One atomic script."""
@@ -175,21 +207,33 @@ class RedisStore(RedisViews):
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
         """A blocking pop on the queues' wake-up lists (pushed when a job becomes due or is
         scheduled, and when a lease ends on a queue with limits), on a connection of its own;
-        never past the next scheduled due time, so a delayed job starts on time. Idle, it costs
-        one blocked connection and no CPU."""
+        never past the next scheduled due time, so a delayed job starts on time. That due time is
+        read again only when it may have changed (an 's' token: a job was scheduled; a wait that
+        ended without a token; the time reached), so a busy queue's wake-ups ('1') cost the
+        blocking pop alone. Idle, it costs one blocked connection and no CPU."""
         if not queues or timeout <= 0:
             return False
-        keys = [f"{self.base}:q:{q}:wake" for q in queues]
-        until_due = self._until_next_due(queues)
+        names = tuple(queues)
+        due_at = self._due_at.get(names)
+        if due_at is None or due_at - time.monotonic() < 0.01:
+            due_at = time.monotonic() + self._until_next_due(names)
+            self._due_at[names] = due_at
+        until_due = due_at - time.monotonic()
         if until_due < 0.01:  # a scheduled job is due: a short pause keeps a busy caller calm
+            self._due_at.pop(names, None)
             time.sleep(0.01)
             return True
         blocking = self._conn.blocking()
         block = min(timeout, until_due, BLOCK_AT_MOST)
+        keys = [f"{self.base}:q:{q}:wake" for q in names]
         popped = self._conn.call(lambda c: blocking.blpop(keys, timeout=block))
+        if not popped or popped[1] != "1":
+            self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
 
     def _until_next_due(self, queues: Sequence[str]) -> float:
+        """Seconds until the earliest scheduled job of `queues` falls due (server clock)."""
+
         def read(client: redis.Redis) -> list[Any]:
             pipe = client.pipeline(transaction=False)
             pipe.time()
@@ -221,3 +265,8 @@ class RedisStore(RedisViews):
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _packed(settlements: Sequence[Settlement]) -> str:
+    """settle.lua's ARGV[2]: the settlements as one JSON argument."""
+    return json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)

@@ -1,0 +1,69 @@
+"""Server instructions per job of the worker's cycle at a low rate, as each
+tree runs it: base = enqueue, wait's due-time pipeline, claim, settle, claim (settle_then_claim),
+claim (the loop's turn); new = enqueue, claim, settle_and_claim (one script). 1,000 done jobs first.
+
+    valgrind --tool=callgrind --toggle-collect=readQueryFromClient \
+        --callgrind-out-file=/tmp/cg/callgrind.out.%p redis-server --port 6394 --appendonly yes
+    python benchmarks/redis_instructions.py "redis://127.0.0.1:6394/3?timeout=60" 150 new|base
+(base: run it with main's tree; the callgrind output directory is CG_DIR, default /tmp/cg)"""
+
+import glob
+import os
+import subprocess
+import sys
+
+import redis
+
+from tinyjobs.holder import Holder
+from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement
+from tinyjobs.stores.redis import RedisStore
+
+url, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+r = redis.Redis.from_url(url.split("?")[0])
+r.flushdb()
+store = RedisStore(url)
+pol = {"default": QueuePolicy("default", lease=60.0)}
+h = Holder.current()
+pid = int(r.info("server")["process_id"])
+CG = os.environ.get("CG_DIR", "/tmp/cg")
+
+
+def dump():
+    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
+    fs = sorted(glob.glob(f"{CG}/callgrind.out.{pid}.*"), key=lambda f: int(f.rsplit(".", 1)[1]))
+    for line in open(fs[-1]):
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+
+
+for b in range(10):
+    store.enqueue([NewJob(id=f"p{b}-{i}", task="t", payload='{"i": 1}') for i in range(100)])
+    c = store.claim(pol, h, 100)
+    store.settle([Settlement(x.job.id, x.token, "done", result="null") for x in c])
+
+
+def nj(i):
+    return NewJob(id=f"j{i}", task="t", payload=f'{{"i": {i}}}')
+
+
+parts = {"enqueue": 0, "wait": 0, "claim": 0, "settle(+claim)": 0, "claim (loop turn)": 0}
+for i in range(n):
+    dump()
+    store.enqueue([nj(i)])
+    parts["enqueue"] += dump()
+    if mode == "base":
+        store._until_next_due(["default"])
+        parts["wait"] += dump()
+    c = store.claim(pol, h, 8)
+    parts["claim"] += dump()
+    store.settle_and_claim([Settlement(c[0].job.id, c[0].token, "done", result="null")], pol, h, 8)
+    parts["settle(+claim)"] += dump()
+    if mode == "base":
+        store.claim(pol, h, 8)
+        parts["claim (loop turn)"] += dump()
+tot = sum(parts.values())
+print(
+    mode,
+    " ".join(f"{k} {v / n / 1000:.0f}k;" for k, v in parts.items()),
+    f"total {tot / n / 1000:.0f}k instructions per job",
+)

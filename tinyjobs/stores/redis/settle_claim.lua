@@ -1,0 +1,10 @@
+-- settle_claim.lua: settle_and_claim in one atomic step: settle.lua, then claim.lua (the worker's
+-- cycle: one round trip and one script run instead of two). The claim counts limits after the
+-- settlements, so a place they freed can be taken at once. scripts.py (COMPOSED) puts the two
+-- bodies before this text as settle_main(ARGV) and claim_main(ARGV).
+-- KEYS[1] = P:seq
+-- ARGV: now ('' = server TIME), the settlements as settle.lua's ARGV[2], then claim.lua's ARGV
+--   from its second value on (holder id, hostname, pid, token base, limit, 8 values per queue)
+-- Returns {settle.lua's reply, claim.lua's reply}.
+local applied = settle_main({ARGV[1], ARGV[2]})
+return {applied, claim_main({ARGV[1], unpack(ARGV, 3)})}
