@@ -19,8 +19,11 @@ WHERE current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')
 -- For the worker's cycle: it runs the same few statements over and over with other arrays, and
 -- PostgreSQL's default chose custom plans for some, planned anew at each run; the generic plan
 -- runs about as fast without that cost (benchmarks/store_cycle.py: +15-45 %). For this
--- transaction alone (SET LOCAL), so a pooled session is left as it was.
-SET LOCAL plan_cache_mode = force_generic_plan
+-- transaction alone (is_local), so a pooled session is left as it was. JIT off with it: a generic
+-- plan is costed from the table's size, and at 10^6 rows the claim's estimate passes
+-- jit_above_cost, so every claim compiled ~70 functions (55-115 ms) for a 3 ms plan
+-- (benchmarks/scale.py; docs/measured.md "Flat as the store grows").
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)
 
 -- name: enqueue
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
@@ -514,8 +517,9 @@ FROM unnest(%(queues)b::text[]) AS q
 -- before the claim statement, and `pause` the exclusive one before it writes: a claim in flight
 -- when pause starts commits before pause returns, and a later claim statement (a new snapshot
 -- under READ COMMITTED) sees the paused row. It also sets generic_plans' setting for the rest
--- of the transaction (one statement fewer in the worker's cycle, which sends this first).
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+-- of the transaction (one statement fewer in the worker's cycle, which sends this first), JIT
+-- off included (see generic_plans).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
     pg_advisory_xact_lock_shared(hashtextextended(%(schema)s || '/pause/' || q, 0))
 FROM unnest(%(queues)b::text[]) AS q ORDER BY q
 
