@@ -33,15 +33,31 @@ for _, q in ipairs(queues) do
     end
   end
 end
+-- The final states' sets are ordered by seq: only the first offset + limit of each, in the order
+-- asked for, can be on the page, so each is read from its end in chunks until it has that many
+-- (of the queue asked for) or is exhausted; no longer a read (and sort) of every finished job.
+local need = offset + limit
+local chunk = math.max(need, 256)
 for _, st in ipairs({'blocked', 'done', 'failed', 'cancelled'}) do
-  if wants(st) then
-    -- Oldest first from the start needs only the first `limit` of each; any other view, all.
-    local stop = (wq == '' and not newest and offset == 0) and limit - 1 or -1
-    local flat = redis.call('ZRANGE', P .. ':st:' .. st, 0, stop, 'WITHSCORES')
-    for i = 1, #flat, 2 do
-      if wq == '' or redis.call('HGET', jk(flat[i]), 'q') == wq then
-        table.insert(rows, {tonumber(flat[i + 1]), flat[i]})
+  if wants(st) and need > 0 then
+    local key, found, start = P .. ':st:' .. st, 0, 0
+    while found < need do
+      local flat
+      if newest then
+        flat = redis.call('ZREVRANGE', key, start, start + chunk - 1, 'WITHSCORES')
+      else
+        flat = redis.call('ZRANGE', key, start, start + chunk - 1, 'WITHSCORES')
       end
+      for i = 1, #flat, 2 do
+        if found < need and (wq == '' or redis.call('HGET', jk(flat[i]), 'q') == wq) then
+          table.insert(rows, {tonumber(flat[i + 1]), flat[i]})
+          found = found + 1
+        end
+      end
+      if #flat < 2 * chunk then
+        break
+      end
+      start = start + chunk
     end
   end
 end

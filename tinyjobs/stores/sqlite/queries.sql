@@ -165,16 +165,20 @@ SELECT * FROM jobs
 WHERE (:stored IS NULL OR state = :stored)
   AND (:queue IS NULL OR queue = :queue)
   AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
-ORDER BY seq * :direction
+ORDER BY seq {direction}
 LIMIT :limit OFFSET :offset
 
 -- name: counts
--- The reported state: rules.reported_state (tinyjobs/stores/rules.py)
-SELECT queue,
-       CASE WHEN state = 'pending' THEN (CASE WHEN due > :now THEN 'scheduled' ELSE 'waiting' END)
-            ELSE state END AS reported,
-       count(*)
-FROM jobs GROUP BY queue, reported
+-- The reported state: rules.reported_state (tinyjobs/stores/rules.py). Blocked and the final
+-- states come from job_counts (kept by migration 3's triggers), pending and running from their
+-- partial indexes: nothing here reads the finished jobs, so it stays flat as they pile up.
+SELECT queue, state, n FROM job_counts WHERE n > 0
+UNION ALL
+SELECT queue, CASE WHEN due > :now THEN 'scheduled' ELSE 'waiting' END AS reported, count(*)
+FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue, reported
+UNION ALL
+SELECT queue, 'running', count(*) FROM jobs INDEXED BY jobs_running WHERE state = 'running'
+GROUP BY queue
 
 -- name: purge
 SELECT seq FROM jobs

@@ -362,9 +362,12 @@ class SQLiteStore(SQLiteViews):
         split = state if state in ("scheduled", "waiting") else None
         stored = PENDING if split else state
         params = {"stored": stored, "queue": queue, "split": split, "now": at, "limit": limit}
-        params.update(direction=-1 if newest else 1, offset=int(offset))
+        params["offset"] = int(offset)
+        # The order written into the statement, not bound: `ORDER BY seq * :direction` made
+        # SQLite sort every matching row; `ORDER BY seq DESC|ASC` walks the rowid and stops.
+        statement = Q["jobs"].format(direction="DESC" if newest else "ASC")
         with self._read() as db:
-            rows = db.execute(Q["jobs"], params).fetchall()
+            rows = db.execute(statement, params).fetchall()
         return [to_job(row, at) for row in rows]
 
     def counts(self, now: float | None = None) -> dict[str, dict[str, int]]:
