@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 from served import Served
 from support.processes import WorkerProcesses, import_app
+from support.services import require_module
 from support.wait import wait_until
 
-pytest.importorskip("selenium")
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+require_module("selenium")  # before the imports below: a missing selenium skips, or fails in CI
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 HERE = Path(__file__).parent
 CHROMEDRIVER = "/usr/bin/chromedriver"

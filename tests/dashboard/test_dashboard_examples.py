@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.services import require_module
 from support.wait import wait_until
 
 import tinyjobs
@@ -39,9 +40,9 @@ def listening(port: int) -> bool:
 
 @pytest.mark.parametrize("framework", ["flask", "django", "fastapi"])
 def test_example_mounts_the_dashboard_behind_its_login(framework: str, tmp_path) -> None:
-    pytest.importorskip(framework)
+    require_module(framework)
     if framework == "fastapi":
-        pytest.importorskip("a2wsgi")  # the WSGI adapter it mounts the dashboard through
+        require_module("a2wsgi")  # the WSGI adapter it mounts the dashboard through
     url = f"sqlite:///{tmp_path}/jobs.db"
     app = tinyjobs.App(url)
     job = app.enqueue("report", {"day": "2026-12-01"})

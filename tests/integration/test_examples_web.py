@@ -9,6 +9,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from support.servers import free_port
+from support.services import require_module
 from support.webapps import call, served
 
 import tinyjobs
@@ -28,8 +29,8 @@ def pg_schema(postgres_url):
 
 
 def test_fastapi_enqueues_in_the_requests_async_transaction(pg_schema, tmp_path):
-    pytest.importorskip("fastapi")
-    pytest.importorskip("uvicorn")
+    require_module("fastapi")
+    require_module("uvicorn")
     database_url, jobs_url = pg_schema
     port = free_port()
     command = ["-m", "uvicorn", "examples.web.fastapi_app:api", "--port", str(port), "--log-level", "warning"]
@@ -67,7 +68,7 @@ def _django_round(base: str) -> dict:
 
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
 def test_django_enqueues_on_its_own_connection_inside_atomic(database, request, tmp_path):
-    pytest.importorskip("django")
+    require_module("django")
     if database == "sqlite":
         database_url = f"sqlite:///{tmp_path}/site.db"  # Django's file, and the jobs' too
     else:
@@ -88,7 +89,7 @@ def test_django_enqueues_on_its_own_connection_inside_atomic(database, request, 
 
 
 def test_django_falls_back_to_on_commit_when_the_jobs_live_elsewhere(redis_url, tmp_path):
-    pytest.importorskip("django")
+    require_module("django")
     jobs_url = f"{redis_url}{'&' if '?' in redis_url else '?'}prefix=django-{secrets.token_hex(4)}"
     port = free_port()
     command = ["-m", "examples.web.django_site", "runserver", "--noreload", f"127.0.0.1:{port}"]
@@ -105,7 +106,7 @@ def test_django_falls_back_to_on_commit_when_the_jobs_live_elsewhere(redis_url, 
 
 
 def test_flask_app_factory_enqueues_from_a_view(tmp_path):
-    pytest.importorskip("flask")
+    require_module("flask")
     jobs_url = f"sqlite:///{tmp_path}/jobs.db"
     port = free_port()
     command = ["-m", "flask", "--app", "examples.web.flask_app:create_app()", "run", "--port", str(port)]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.services import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def _sources() -> list[Path]:
 
 @pytest.mark.slow
 def test_ci_mypy_is_clean_over_the_package_with_the_supervisor_in_it(tmp_path):
-    pytest.importorskip("mypy")
+    require_module("mypy")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
         [str(ROOT / ".ci" / "mypy"), "--cache-dir", str(tmp_path / "cache")],

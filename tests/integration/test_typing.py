@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.services import require_module
 
 HERE = Path(__file__).resolve().parent / "typing_examples"
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_mypy_checks_enqueue_against_the_handlers_parameters(tmp_path):
-    pytest.importorskip("mypy")
+    require_module("mypy")
     ok, wrong = HERE / "typed_ok.py", HERE / "typed_wrong.py"
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     proc = subprocess.run(

@@ -4,8 +4,10 @@ the run when CI=true: no silent skips in CI."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
+from types import ModuleType
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,7 +21,17 @@ def missing_service(what: str) -> None:
     """Skip the test, or fail it under CI=true."""
     if IN_CI:
         pytest.fail(f"{what} is not available and CI=true: .ci/run must start it", pytrace=False)
-    pytest.skip(f"{what} is not available")
+    pytest.skip(f"{what} is not available", allow_module_level=True)
+
+
+def require_module(name: str) -> ModuleType:
+    """Import a test extra's package (`pip install -e '.[test]'`); missing, skip the test, or fail
+    it under CI=true, where .ci/run installed the extras (pytest.importorskip would skip there)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        missing_service(f"the Python package {name!r} (a test extra)")
+        raise  # unreachable: missing_service skips or fails
 
 
 def reachable(url: str, timeout: float = 1.0) -> bool:
