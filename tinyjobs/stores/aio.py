@@ -76,6 +76,15 @@ class ThreadedStore:
         self.url = store.url
         self.capabilities = store.capabilities
         self.threads = threads
+        # One enqueue batch at a time: SQLite takes one writer at a time, so a second batch in
+        # flight would only wait on its lock, and its thread's Python (building rows and
+        # snapshots) would contend with the loop for the GIL meanwhile (see Grouped).
+        self.in_flight = 1
+        # Smaller batches than a server's: the thread holds the GIL while it builds a batch's
+        # rows and snapshots (~25 us a job), and the loop waits for it meanwhile; 32 jobs keep
+        # that under a millisecond, and one fsync for 32 jobs is still 20 times fewer than
+        # enqueueing them one by one.
+        self.batch = 32
         self._pool: ThreadPoolExecutor | None = None
         self._pid = os.getpid()
 
@@ -165,8 +174,9 @@ class Grouped:
 
     Fifty tasks that each await `aenqueue` would make fifty round trips and fifty commits,
     and the loop would run fifty clients' worth of callbacks. Here an enqueue joins the
-    pending list of its loop; up to IN_FLIGHT flushers each send everything pending as one
-    `enqueue` (one script, one transaction, one fsync), then resolve each caller with its
+    pending list of its loop; up to IN_FLIGHT flushers each send everything pending (up to
+    BATCH jobs) as one `enqueue` (one script, one transaction, one fsync), then resolve each
+    caller with its
     own jobs' snapshots, WAKE callers per turn of the loop (so that fifty callers building
     their next jobs do not hold the loop for milliseconds in one stretch; what they add goes
     out as one batch once all are resumed). A caller alone goes out at the next turn of the
@@ -178,13 +188,18 @@ class Grouped:
     batch refused for one caller's job (a parent in `after=` that does not exist) is sent
     again caller by caller, so only that caller gets the error. StoreUnavailable reaches
     every caller of the batch, as it would have reached each. `conn=` never joins a batch:
-    it writes in the caller's own transaction."""
+    it writes in the caller's own transaction.
+
+    An inner store may set `in_flight` and `batch` to bound these for itself (ThreadedStore:
+    one batch of 32 at a time, see there)."""
 
     def __init__(self, inner: AsyncStore) -> None:
         self.inner = inner
         self.url = inner.url
         self.capabilities = inner.capabilities
         self._batches = LoopLocal(_Pending, _no_close)
+        self._in_flight: int = getattr(inner, "in_flight", IN_FLIGHT)
+        self._batch: int = getattr(inner, "batch", BATCH)
 
     async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
         if conn is not None or not jobs:
@@ -194,7 +209,7 @@ class Grouped:
         pending.items.append((list(jobs), now, future))
         # A flusher still resuming its batch's callers takes what they add once it is through
         # (one batch, as before the callers were resumed in groups): no new flusher for that.
-        if pending.flying < IN_FLIGHT and not pending.resuming:
+        if pending.flying < self._in_flight and not pending.resuming:
             pending.flying += 1
             pending.tasks.add(asyncio.create_task(self._flush(pending)))
         return await future
@@ -203,7 +218,7 @@ class Grouped:
         try:
             # While another flusher resumes its callers, it takes what they add (see enqueue).
             while pending.items and not pending.resuming:
-                await self._send(pending.take(), pending)
+                await self._send(pending.take(self._batch), pending)
         finally:
             pending.flying -= 1
             pending.tasks.discard(asyncio.current_task())
@@ -273,11 +288,11 @@ class _Pending:
         self.resuming = 0  # flushers resuming their callers (Grouped._send)
         self.tasks: set[asyncio.Task[None]] = set()  # referenced, so that none is collected
 
-    def take(self) -> list[_Item]:
-        """The next batch: the oldest items with the same `now`, up to BATCH jobs."""
+    def take(self, most: int) -> list[_Item]:
+        """The next batch: the oldest items with the same `now`, up to `most` jobs."""
         now, count, taken = self.items[0][1], 0, 0
         for jobs, item_now, _ in self.items:
-            if item_now != now or (taken and count + len(jobs) > BATCH):
+            if item_now != now or (taken and count + len(jobs) > most):
                 break
             count += len(jobs)
             taken += 1
