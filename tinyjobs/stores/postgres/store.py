@@ -311,13 +311,19 @@ class PostgresStore(PostgresViews):
         return out
 
     def purge(self, now: float | None = None, limit: int = 1000) -> int:
-        """Remove final jobs past their window, with their steps and executions (JOB-10)."""
+        """Remove final jobs past their window, with their steps and executions (JOB-10), which
+        leave the counters in the same statement; then the per-minute counter rows that add up
+        to nothing are swept (queries.sql: sweep_minutes)."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> int:
             cur.execute(self.q["purge"], {"now": now, "limit": limit})
             ids = [row[0] for row in cur.fetchall()]
             if ids:
                 cur.execute(self.q["forget"], {"ids": ids})
+                keys = cur.fetchall()
+                if keys:
+                    minutes, outcomes = [k[0] for k in keys], [k[1] for k in keys]
+                    cur.execute(self.q["sweep_minutes"], {"minutes": minutes, "outcomes": outcomes})
             return len(ids)
 
         return self._run(op)
