@@ -643,8 +643,13 @@ SELECT kids.*, t.now FROM kids, t ORDER BY kids.seq LIMIT %(limit)s
 SELECT name, value FROM {steps} WHERE job_id = %(id)s
 
 -- name: table_rows
--- The planner's estimate of the jobs table's rows (-1 before its first ANALYZE).
-SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(table)s)
+-- The jobs table's rows as the planner estimates them: the rows per page of its last ANALYZE
+-- or VACUUM times the pages it has now (so a table grown since is not taken for small), and
+-- before any, `density` rows per page. Without it a table never analyzed (autovacuum off, or
+-- not yet come round) read reltuples -1 and was counted row by row: 1.5 s at 10^6 jobs.
+SELECT CASE WHEN reltuples >= 0 AND relpages > 0 THEN reltuples / relpages ELSE %(density)s END
+    * (pg_relation_size(oid) / current_setting('block_size')::float8)
+FROM pg_class WHERE oid = to_regclass(%(table)s)
 
 -- name: live_counts
 -- Exact counts of the live states: pending from jobs_claim, running and blocked from rows few.
