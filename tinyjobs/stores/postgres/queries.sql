@@ -64,8 +64,11 @@ FROM ins, t
 
 -- name: enqueue_one
 -- One job without parents (the common single enqueue): plain parameters instead of arrays,
--- so the statement plans and runs in a fraction of the batch form's time. Same rules; the
--- steps, executions and dependencies of a replaced job go in the same statement (`forget`).
+-- so the statement plans and runs in a fraction of the batch form's time. Same rules, except
+-- that it never replaces: an id held by a final job past its window adds nothing here, and
+-- the caller goes the batch way, which replaces it and forgets its past (`forget`). Replacing
+-- here would cost every single enqueue the planning of the forget and counter statements
+-- (benchmarks/pg_store_cpu.py single: server CPU per job +14 percent) for a rare case.
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
 ins AS (
     {insert_job}
@@ -78,17 +81,9 @@ ins AS (
     WHERE %(key)s::text IS NULL OR NOT EXISTS (
         SELECT 1 FROM {jobs} k
         WHERE k.key = %(key)s::text AND k.state IN ('pending', 'blocked', 'running'))
-    {upsert_job}
-),
-gone AS (SELECT id FROM ins WHERE replaced),
-fs AS (DELETE FROM {steps} WHERE job_id IN (SELECT id FROM gone)),
-fe AS (
-    DELETE FROM {executions} WHERE job_id IN (SELECT id FROM gone)
-    RETURNING queue, outcome, ended_at, greatest(ended_at - started_at, 0) AS d
-),
-fd AS (DELETE FROM {deps} WHERE job_id IN (SELECT id FROM gone)),
-ended AS (SELECT fe.*, -1 AS sign FROM fe),
-{tally}
+    ON CONFLICT (id) DO NOTHING
+    RETURNING {jcols}, false AS replaced
+)
 SELECT ins.*, t.now FROM ins, t
 
 -- name: insert_job

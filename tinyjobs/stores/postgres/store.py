@@ -116,11 +116,19 @@ class PostgresStore(PostgresViews):
         def holder_of(job: NewJob) -> dict:
             return self._run(lambda cur, retrying: existing(cur, self.q, [job], now), write=False)
 
+        def replace(job: NewJob) -> Job:
+            [added] = _past_key_races(
+                lambda: self._run(lambda cur, retrying: enqueue_tx(cur, self.q, [job], now, None))
+            )
+            if added.created:  # the wake-up above went before it existed
+                self._notify({job.queue})
+            return added
+
         wake = (self.q["notify"], {"channel": self._channel, "queues": [job.queue]})
         rows = _past_key_races(
             lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
         )
-        return read_one(rows, job, holder_of)
+        return read_one(rows, job, holder_of, replace)
 
     def _notify(self, queues: set[str]) -> None:
         """Wake the waiters of these queues, after the change committed (its own statement:
