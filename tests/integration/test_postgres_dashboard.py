@@ -1,6 +1,7 @@
 """PostgreSQL's queue_stats past EXACT_ROWS: the live states still exact, the final states
-estimated from a page sample and flagged `estimated`; and the pause lock (LIM-04) that makes a
-claim in flight finish before pause returns."""
+estimated from a page sample and flagged `estimated`; the pause lock (LIM-04) that makes a
+claim in flight finish before pause returns; and the execution counters of migration 5 (its
+backfill, purge's sweep)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,14 @@ def test_purge_sweeps_the_minute_counters_it_emptied_and_keeps_the_others(postgr
     assert _count(postgres_url, f"SELECT count(*) FROM {minutes} WHERE outcome = 'failed'") == 0
     empty = f"SELECT count(*) FROM (SELECT 1 FROM {minutes} GROUP BY minute, outcome HAVING sum(n) = 0) z"
     assert _count(postgres_url, empty) == 0
+
+
+def test_queue_stats_sizes_a_table_never_analyzed_from_its_pages(postgres_store, monkeypatch):
+    """reltuples is -1 until the first ANALYZE (autovacuum off, or not come round yet): the
+    table is sized from its pages at DENSITY rows each, not taken for empty and counted whole."""
+    _fill(postgres_store)
+    monkeypatch.setattr(views, "EXACT_ROWS", 10)
+    monkeypatch.setattr(views, "SAMPLE_ROWS", 10**9)
+    monkeypatch.setattr(views, "DENSITY", 100.0)  # the one page: 100 rows, past EXACT_ROWS
+    [stats] = postgres_store.queue_stats(now=T0 + 2)
+    assert stats.estimated and stats.counts == {"waiting": 10, "scheduled": 1, "done": 25, "failed": 5}
