@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import T0, add, claim, claim_one, holder, new, queues, settle, state
+from helpers import T0, add, claim, claim_one, holder, ids, new, queues, settle, state
 
 from tinyjobs.errors import ConfigError
 from tinyjobs.stores.base import Settlement, WorkerBeat
@@ -198,3 +198,85 @@ def test_execution_stats_buckets_are_exact_at_their_bounds(store):
     assert stats.count == 4 and stats.buckets == (1, 2, 3, 3, 4)
     assert stats.seconds == pytest.approx(3602.75)
     assert store.execution_stats([], now=T0 + 4000)[0].buckets == ()
+
+
+def test_series_and_stats_follow_every_path_that_ends_or_removes_an_execution(store):
+    """finished_series and execution_stats count exactly the ended executions on record (the
+    executions `get` lists) after each way an execution ends (settle, reap, end_leases, a
+    cancel then settle) or goes with its job (delete, cancel of a waiting job, an id taken
+    again by enqueue, purge): stores that keep counters must keep them on every path."""
+    since = T0 - T0 % 60 - 600  # whole minutes: the per-minute counters may serve it
+    long_since = since - 86400  # a window past SQLite's EXACT_SERIES
+    bounds = [0.5, 1, 5, 60]
+    known = [*"abcdefgh", "z"]
+
+    def check(at: float) -> None:
+        ended = []
+        for job_id in known:
+            job = store.get(job_id, now=at, executions=True)
+            ended += [(job.queue, e) for e in (job.executions if job else []) if e.ended_at is not None]
+        for start in (since, long_since):
+            want: dict[tuple[float, str], int] = {}
+            for _, e in ended:
+                if start <= e.ended_at <= at:
+                    key = (start + (e.ended_at - start) // 60 * 60, e.outcome)
+                    want[key] = want.get(key, 0) + 1
+            assert store.finished_series(start, 60, now=at) == [
+                (b, o, n) for (b, o), n in sorted(want.items())
+            ]
+        durations: dict[tuple[str, str], list[float]] = {}
+        for queue, e in ended:
+            durations.setdefault((queue, e.outcome), []).append(max(e.ended_at - e.started_at, 0))
+        got = {(s.queue, s.outcome): s for s in store.execution_stats(bounds, now=at)}
+        assert sorted(got) == sorted(durations)
+        for key, ds in durations.items():
+            assert got[key].count == len(ds) and got[key].seconds == pytest.approx(sum(ds))
+            assert got[key].buckets == tuple(sum(d <= b for d in ds) for b in bounds)
+
+    add(store, "a", "b", "c", "d", "e", "f", now=T0)
+    add(store, "g", "h", max_attempts=1, now=T0)
+    add(store, "z", queue="mail", now=T0)
+    by_id = {c.job.id: c for c in claim(store, 4, now=T0 + 1, by=holder(1))}
+    assert sorted(by_id) == ["a", "b", "c", "d"]
+    assert sorted(ids(claim(store, 2, now=T0 + 2, by=holder(2)))) == ["e", "f"]
+    assert sorted(ids(claim(store, 2, now=T0 + 3, by=holder(3)))) == ["g", "h"]
+    mail = claim_one(store, now=T0 + 3, on=queues("mail"))
+    check(T0 + 3)  # nothing ended yet
+    # settle: done, failed, retried (its execution ends "error", the job waits again)
+    assert settle(store, by_id["a"], "done", now=T0 + 4)
+    assert settle(store, by_id["b"], "fail", error="no", now=T0 + 5.5)
+    assert settle(store, by_id["c"], "retry", error="again", delay=0, now=T0 + 6)
+    assert settle(store, mail, "done", now=T0 + 3.25)
+    check(T0 + 6)
+    # a cancel of a running job, then its settlement: the execution ends cancelled
+    assert store.cancel("d", now=T0 + 7)
+    assert settle(store, by_id["d"], "fail", error="no", now=T0 + 9)
+    check(T0 + 9)
+    # a lease that expired, returned by the reaper; a lost worker's leases
+    assert store.reap(now=T0 + 32.5) == 2  # e and f (g and h expire at T0 + 33)
+    check(T0 + 32.5)
+    store.end_leases([holder(3)], now=T0 + 40)  # g and h: their only attempt, failed
+    check(T0 + 40)
+    # a retried job runs again
+    assert store.retry("b", now=T0 + 41)
+    again = claim(store, 10, now=T0 + 42, by=holder(4))
+    assert sorted(ids(again)) == ["b", "c", "e", "f"]
+    for c in again:
+        assert settle(store, c, "done", now=T0 + 100)
+    check(T0 + 100)
+    # gone with their job: delete; an id taken again (alone, and in a batch); a waiting job
+    # with a past execution cancelled
+    assert store.delete("a", now=T0 + 101)
+    [h] = add(store, "h", now=T0 + 102)
+    assert h.created
+    assert [j.created for j in add(store, "g", "y", now=T0 + 103)] == [True, True]
+    assert settle(
+        store, claim_one(store, now=T0 + 104, by=holder(5)), "retry", error="x", delay=0, now=T0 + 105
+    )
+    check(T0 + 105)
+    waiting = [j for j in known if state(store, j, now=T0 + 105) == "waiting"]
+    assert waiting
+    assert store.cancel(waiting[0], now=T0 + 106) and store.get(waiting[0], now=T0 + 106) is None
+    check(T0 + 106)
+    assert store.purge(now=T0 + 30 * 86400) > 0
+    check(T0 + 30 * 86400)

@@ -32,7 +32,7 @@ from ..base import NewJob
 from ..deadlines import CONNECT, retry_window
 from . import steps
 from .config import Settings
-from .enqueue import added_one, caller_steps, enqueue_steps, existing_steps, holding, one_params
+from .enqueue import added_one, caller_steps, enqueue_steps, existing_steps, held, holding, one_params
 from .steps import adrive
 
 T = TypeVar("T")
@@ -262,7 +262,16 @@ class AsyncPostgresStore:
         if added is not None:
             return added
         found = await self._steps(lambda: existing_steps(self.q, [job], now), write=False, idempotent=True)
-        return holding(job, found)
+        if held(job, found):
+            return holding(job, found)
+        # An id whose final job may be replaced (JOB-09): enqueue_one leaves it, the batch way
+        # replaces it and forgets its past.
+        [replaced] = await _past_key_races(
+            lambda: self._steps(lambda: enqueue_steps(self.q, [job], now, None), write=True, idempotent=True)
+        )
+        if replaced.created:  # the wake-up above went before it existed
+            await self._notify({job.queue})
+        return replaced
 
     async def _enqueue_on(self, conn: Any, jobs: Sequence[NewJob], now: float | None) -> list[Job]:
         """Through the caller's AsyncConnection, inside its open transaction: the jobs exist

@@ -189,11 +189,23 @@ def one_params(job: NewJob, now: float | None) -> dict[str, Any]:
     }
 
 
-def read_one(rows: list, job: NewJob, holder_of: Callable[[NewJob], dict]) -> Job:
+def read_one(
+    rows: list, job: NewJob, holder_of: Callable[[NewJob], dict], replace: Callable[[NewJob], Job]
+) -> Job:
     """The snapshot `send_one` left: the added row, or else the job that holds its id or key,
     read by `holder_of(job)` (a later statement: under READ COMMITTED the same as in the
-    enqueue's own transaction)."""
-    return added_one(rows) or holding(job, holder_of(job))
+    enqueue's own transaction), or else `replace(job)`: the batch way, for an id whose final
+    job may be replaced (JOB-09), which `enqueue_one` leaves alone."""
+    added = added_one(rows)
+    if added is not None:
+        return added
+    found = holder_of(job)
+    return holding(job, found) if held(job, found) else replace(job)
+
+
+def held(job: NewJob, found: dict) -> bool:
+    """Whether what `existing_steps` found holds `job`'s id or key."""
+    return ("id", job.id) in found or (job.key is not None and ("key", job.key) in found)
 
 
 def added_one(rows: list) -> Job | None:

@@ -64,8 +64,11 @@ FROM ins, t
 
 -- name: enqueue_one
 -- One job without parents (the common single enqueue): plain parameters instead of arrays,
--- so the statement plans and runs in a fraction of the batch form's time. Same rules; the
--- steps, executions and dependencies of a replaced job go in the same statement (`forget`).
+-- so the statement plans and runs in a fraction of the batch form's time. Same rules, except
+-- that it never replaces: an id held by a final job past its window adds nothing here, and
+-- the caller goes the batch way, which replaces it and forgets its past (`forget`). Replacing
+-- here would cost every single enqueue the planning of the forget and counter statements
+-- (benchmarks/pg_store_cpu.py single: server CPU per job +14 percent) for a rare case.
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
 ins AS (
     {insert_job}
@@ -78,12 +81,9 @@ ins AS (
     WHERE %(key)s::text IS NULL OR NOT EXISTS (
         SELECT 1 FROM {jobs} k
         WHERE k.key = %(key)s::text AND k.state IN ('pending', 'blocked', 'running'))
-    {upsert_job}
-),
-gone AS (SELECT id FROM ins WHERE replaced),
-fs AS (DELETE FROM {steps} WHERE job_id IN (SELECT id FROM gone)),
-fe AS (DELETE FROM {executions} WHERE job_id IN (SELECT id FROM gone)),
-fd AS (DELETE FROM {deps} WHERE job_id IN (SELECT id FROM gone))
+    ON CONFLICT (id) DO NOTHING
+    RETURNING {jcols}, false AS replaced
+)
 SELECT ins.*, t.now FROM ins, t
 
 -- name: insert_job
@@ -137,10 +137,65 @@ SELECT * FROM unnest(%(parents)b::text[], %(children)b::text[])
 ON CONFLICT DO NOTHING
 
 -- name: forget
--- The steps, executions and dependencies of jobs that were deleted or replaced.
+-- The steps, executions and dependencies of jobs that were deleted or replaced, the executions
+-- taken off the counters (m005). Returns the (minute, outcome) of the ended executions it took
+-- off, for purge's sweep_minutes.
 WITH s AS (DELETE FROM {steps} WHERE job_id = ANY(%(ids)b::text[])),
-e AS (DELETE FROM {executions} WHERE job_id = ANY(%(ids)b::text[]))
-DELETE FROM {deps} WHERE job_id = ANY(%(ids)b::text[])
+e AS (
+    DELETE FROM {executions} WHERE job_id = ANY(%(ids)b::text[])
+    RETURNING queue, outcome, ended_at, greatest(ended_at - started_at, 0) AS d
+),
+dd AS (DELETE FROM {deps} WHERE job_id = ANY(%(ids)b::text[])),
+ended AS (SELECT e.*, -1 AS sign FROM e),
+{tally}
+SELECT DISTINCT minute, outcome FROM tallied
+
+-- name: tally
+-- Fragment, the tail of a WITH list: add `ended` (queue, outcome, ended_at, d the duration,
+-- sign +1 for an execution that ended, -1 for an ended one deleted; open ones are skipped) to
+-- the counters of m005, in this backend's shard (so that concurrent settlements never wait on
+-- each other's counter rows). One upsert per group, in key order (two backends of one shard
+-- lock their common rows in the same order). upto and minute: m005's rules, to the character.
+tallied AS (
+    SELECT queue, outcome, sign, d,
+        CASE WHEN d <= 1 THEN ceil(d * 1000) / 1000
+             WHEN d <= 10 THEN ceil(d * 100) / 100
+             ELSE ceil(d) END AS upto,
+        CASE WHEN m > ended_at THEN m - 60 WHEN m + 60 <= ended_at THEN m + 60 ELSE m END
+            AS minute
+    FROM (SELECT ended.*, floor(ended_at / 60) * 60 AS m FROM ended
+          WHERE ended_at IS NOT NULL AND outcome IS NOT NULL) x
+),
+tally_stats AS (
+    INSERT INTO {exec_stats} AS c (queue, outcome, upto, shard, n, seconds)
+    SELECT queue, outcome, upto, mod(pg_backend_pid(), 16), sum(sign), sum(sign * d)
+    FROM tallied GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (queue, outcome, upto, shard)
+    DO UPDATE SET n = c.n + EXCLUDED.n, seconds = c.seconds + EXCLUDED.seconds
+),
+tally_minutes AS (
+    INSERT INTO {exec_minutes} AS c (minute, outcome, shard, n)
+    SELECT minute, outcome, mod(pg_backend_pid(), 16), sum(sign)
+    FROM tallied GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (minute, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+)
+
+-- name: sweep_minutes
+-- After purge's forget: delete the exec_minutes rows of these (minute, outcome) whose shards
+-- add up to 0, so that the table holds the minutes on record, not every minute ever. Only rows
+-- it could lock without waiting (SKIP LOCKED: never a deadlock with a settlement or another
+-- purge), and only a set of locked rows whose n add up to 0: whatever it skips or another
+-- backend inserts meanwhile, the sums stay what they were. A key left over goes at a later
+-- purge of its minute, or stays as zeros (harmless).
+WITH k AS (SELECT * FROM unnest(%(minutes)b::float8[], %(outcomes)b::text[]) AS k(minute, outcome)),
+held AS MATERIALIZED (
+    SELECT c.minute, c.outcome, c.shard, c.n FROM {exec_minutes} c
+    WHERE (c.minute, c.outcome) IN (SELECT minute, outcome FROM k)
+    FOR UPDATE OF c SKIP LOCKED
+),
+gone AS (SELECT minute, outcome FROM held GROUP BY 1, 2 HAVING sum(n) = 0)
+DELETE FROM {exec_minutes} c USING held h JOIN gone g USING (minute, outcome)
+WHERE c.minute = h.minute AND c.outcome = h.outcome AND c.shard = h.shard
 
 -- name: claim
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
@@ -257,14 +312,16 @@ upd AS (
     WHERE j.id = cur.id
     RETURNING j.id, j.state, j.queue, cur.ord
 ),
-ex AS (
+ended AS (
     UPDATE {executions} e SET ended_at = t.now, error = cur.error,
         outcome = COALESCE(cur.execution,  -- rules.execution_outcome
             CASE WHEN cur.new_state = 'cancelled' THEN {outcome_cancelled}
                  ELSE CASE cur.outcome {execution_outcomes} END END)
     FROM cur, t
     WHERE e.job_id = cur.id AND e.ended_at IS NULL
-)
+    RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
+),
+{tally}
 SELECT s.ord, upd.state, upd.queue,
     upd.id IS NOT NULL AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
 FROM s LEFT JOIN upd ON upd.ord = s.ord
@@ -321,11 +378,13 @@ upd AS (
     WHERE j.id = cur.id
     RETURNING j.id, j.state, j.queue
 ),
-ex AS (
+ended AS (
     UPDATE {executions} e SET ended_at = t.now, outcome = %(outcome)s
     FROM upd, t
     WHERE e.job_id = upd.id AND e.ended_at IS NULL
-)
+    RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
+),
+{tally}
 SELECT upd.id, upd.state, upd.queue,
     EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
 FROM upd
@@ -579,8 +638,13 @@ SELECT kids.*, t.now FROM kids, t ORDER BY kids.seq LIMIT %(limit)s
 SELECT name, value FROM {steps} WHERE job_id = %(id)s
 
 -- name: table_rows
--- The planner's estimate of the jobs table's rows (-1 before its first ANALYZE).
-SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(table)s)
+-- The jobs table's rows as the planner estimates them: the rows per page of its last ANALYZE
+-- or VACUUM times the pages it has now (so a table grown since is not taken for small), and
+-- before any, `density` rows per page. Without it a table never analyzed (autovacuum off, or
+-- not yet come round) read reltuples -1 and was counted row by row: 1.5 s at 10^6 jobs.
+SELECT CASE WHEN reltuples >= 0 AND relpages > 0 THEN reltuples / relpages ELSE %(density)s END
+    * (pg_relation_size(oid) / current_setting('block_size')::float8)
+FROM pg_class WHERE oid = to_regclass(%(table)s)
 
 -- name: live_counts
 -- Exact counts of the live states: pending from jobs_claim, running and blocked from rows few.
@@ -619,14 +683,35 @@ FROM {executions}, t
 WHERE ended_at >= %(since)s::float8 AND ended_at <= t.now
 GROUP BY 1, 2 ORDER BY 1, 2
 
+-- name: finished_minutes
+-- finished_series when `since` and `step` are whole minutes (views.py): the whole minutes
+-- before the one that holds `now` from exec_minutes (summed over the shards), the rest from
+-- executions_ended. Exact: an execution is in the minute that holds its ended_at, so the
+-- minutes in [since, z) hold exactly the executions with since <= ended_at < z, and each
+-- minute lies in one bucket. z: the largest multiple of 60 not above now (tally's rule).
+WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
+zz AS (SELECT now, floor(now / 60) * 60 AS m FROM t),
+z AS (
+    SELECT now, CASE WHEN m > now THEN m - 60 WHEN m + 60 <= now THEN m + 60 ELSE m END AS z
+    FROM zz
+),
+found AS (
+    SELECT c.minute AS at, c.outcome, c.n FROM {exec_minutes} c, z
+    WHERE c.minute >= %(since)s::float8 AND c.minute < z.z
+    UNION ALL
+    SELECT e.ended_at, e.outcome, 1 FROM {executions} e, z
+    WHERE e.ended_at >= greatest(%(since)s::float8, z.z) AND e.ended_at <= z.now
+)
+SELECT %(since)s::float8 + floor((at - %(since)s::float8) / %(step)s::float8) * %(step)s::float8,
+    outcome, sum(n)
+FROM found
+GROUP BY 1, 2 HAVING sum(n) > 0 ORDER BY 1, 2
+
 -- name: execution_stats
--- `le`: the number of bounds under the duration (the index of the first bound it fits under),
--- from width_bucket over the negated bounds, ascending (`negbounds`), since width_bucket counts
--- the thresholds at or under its operand and a duration equal to a bound belongs to it.
-SELECT queue, outcome, %(n)s - width_bucket(-d, %(negbounds)b::float8[]) AS le, count(*), sum(d)
-FROM (SELECT queue, outcome, greatest(ended_at - started_at, 0) AS d
-      FROM {executions} WHERE ended_at IS NOT NULL) e
-GROUP BY 1, 2, 3
+-- From exec_stats (m005), summed over the shards: views.py puts each duration class `upto`
+-- under the first bound at or above it.
+SELECT queue, outcome, upto, sum(n), sum(seconds) FROM {exec_stats}
+GROUP BY 1, 2, 3 HAVING sum(n) > 0
 
 -- name: beat
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)

@@ -38,7 +38,18 @@ COLUMNS = (
     "cancel_requested",
     "seq",
 )
-TABLES = ("jobs", "executions", "steps", "deps", "cron", "leaders", "paused", "workers")
+TABLES = (
+    "jobs",
+    "executions",
+    "steps",
+    "deps",
+    "cron",
+    "leaders",
+    "paused",
+    "workers",
+    "exec_stats",
+    "exec_minutes",
+)
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 

@@ -116,11 +116,19 @@ class PostgresStore(PostgresViews):
         def holder_of(job: NewJob) -> dict:
             return self._run(lambda cur, retrying: existing(cur, self.q, [job], now), write=False)
 
+        def replace(job: NewJob) -> Job:
+            [added] = _past_key_races(
+                lambda: self._run(lambda cur, retrying: enqueue_tx(cur, self.q, [job], now, None))
+            )
+            if added.created:  # the wake-up above went before it existed
+                self._notify({job.queue})
+            return added
+
         wake = (self.q["notify"], {"channel": self._channel, "queues": [job.queue]})
         rows = _past_key_races(
             lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
         )
-        return read_one(rows, job, holder_of)
+        return read_one(rows, job, holder_of, replace)
 
     def _notify(self, queues: set[str]) -> None:
         """Wake the waiters of these queues, after the change committed (its own statement:
@@ -311,13 +319,19 @@ class PostgresStore(PostgresViews):
         return out
 
     def purge(self, now: float | None = None, limit: int = 1000) -> int:
-        """Remove final jobs past their window, with their steps and executions (JOB-10)."""
+        """Remove final jobs past their window, with their steps and executions (JOB-10), which
+        leave the counters in the same statement; then the per-minute counter rows that add up
+        to nothing are swept (queries.sql: sweep_minutes)."""
 
         def op(cur: psycopg.Cursor, retrying: bool) -> int:
             cur.execute(self.q["purge"], {"now": now, "limit": limit})
             ids = [row[0] for row in cur.fetchall()]
             if ids:
                 cur.execute(self.q["forget"], {"ids": ids})
+                keys = cur.fetchall()
+                if keys:
+                    minutes, outcomes = [k[0] for k in keys], [k[1] for k in keys]
+                    cur.execute(self.q["sweep_minutes"], {"minutes": minutes, "outcomes": outcomes})
             return len(ids)
 
         return self._run(op)

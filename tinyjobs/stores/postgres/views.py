@@ -3,11 +3,15 @@
 A mixin of PostgresStore (it uses the store's `_run`, `_one`, `q`, `schema` and channel). Cost
 at 10^6 jobs: browse walks one of the jobs_browse* indexes newest first and stops at the page
 (a text search or a filter no index serves reads rows until it fills the page); queue_stats
-counts every row (one sequential scan); finished_series walks executions_ended over the window
-asked; execution_stats reads every ended execution. docs/store-contract.md has the contracts."""
+counts every row up to EXACT_ROWS, past that the live states on their partial indexes and a page
+sample of the rest; finished_series with whole-minute `since` and `step` reads the counters of
+exec_minutes (m005) and executions_ended for the minute that holds `now` (any other window: that
+index over the window); execution_stats reads exec_stats. docs/store-contract.md has the
+contracts."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +52,7 @@ _FILTERS = "/*filters*/"
 RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_browse_rare
 EXACT_ROWS = 200_000  # queue_stats counts every job up to this many (about 100 ms)
 SAMPLE_ROWS = 20_000  # past it, the final states are estimated from a sample of this many
+DENSITY = 20.0  # rows per 8 kB page assumed for a jobs table never analyzed (~400 bytes a row)
 
 
 class PostgresViews(_Base):
@@ -108,7 +113,7 @@ class PostgresViews(_Base):
                 at = _one(cur)
             else:
                 at = now
-            cur.execute(self.q["table_rows"], {"table": table})
+            cur.execute(self.q["table_rows"], {"table": table, "density": DENSITY})
             rows = _one(cur)
             estimated = rows > EXACT_ROWS
             counts: dict[str, dict[str, int]] = {}
@@ -138,17 +143,23 @@ class PostgresViews(_Base):
     def finished_series(
         self, since: float, step: float = 60.0, now: float | None = None
     ) -> list[tuple[float, str, int]]:
+        """Exact. When `since` and `step` are whole minutes (the dashboard's series) each
+        bucket is made of whole minutes: those before the minute that holds `now` come from the
+        per-minute counters, the rest from the executions; any other window reads the
+        executions it covers."""
         check_series(since, step)
-        rows = self._one("finished_series", {"since": float(since), "step": float(step), "now": now})
+        params = {"since": float(since), "step": float(step), "now": now}
+        whole = since % 60 == 0 and step % 60 == 0
+        rows = self._one("finished_minutes" if whole else "finished_series", params)
         return [(float(b), o, int(n)) for b, o, n in rows]
 
     def execution_stats(self, bounds: Sequence[float], now: float | None = None) -> list[ExecutionStats]:
+        """From exec_stats: durations rounded up to 1 ms under 1 s, 10 ms under 10 s and 1 s
+        beyond (as on SQLite), exact for bounds that are whole numbers of those units."""
         limits = check_bounds(bounds)
-        params = {"n": len(limits), "negbounds": [-b for b in reversed(limits)] or [0.0]}
-        rows = self._one("execution_stats", params)
-        if not limits:  # width_bucket needs a bound: with none asked, every duration is past all
-            rows = [(q, o, 0, n, s) for q, o, _, n, s in rows]
-        return gather_stats(rows, len(limits))
+        rows = self._one("execution_stats", {})
+        per = [(q, o, bisect.bisect_left(limits, upto), n, seconds) for q, o, upto, n, seconds in rows]
+        return gather_stats(per, len(limits))
 
     def pause(self, queue: str) -> None:
         check_queue(queue)
