@@ -4,6 +4,7 @@ fork safety and memory."""
 from __future__ import annotations
 
 import multiprocessing
+import secrets
 import threading
 import time
 
@@ -16,6 +17,8 @@ from tinyjobs.errors import ConfigError, NotSupported, StoreUnavailable
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement
 from tinyjobs.stores.redis import open as open_redis
+from tinyjobs.stores.redis import scripts
+from tinyjobs.urls import with_query
 
 T0 = 1_700_000_000.0
 QUEUES = {"default": QueuePolicy("default", lease=30.0)}
@@ -273,3 +276,47 @@ def test_bytes_per_waiting_job(redis_store, capsys):
     with capsys.disabled():
         print(f"\nRedis: {per_job:.0f} bytes per waiting job (job hash alone: {row} bytes)")
     assert per_job < 1000
+
+
+def test_functions_are_loaded_again_after_function_flush(redis_store):
+    client = raw(redis_store)
+    name = scripts.library()[0].split("name=", 1)[1].split("\n", 1)[0]
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    assert redis_store._scripts.functions is not False  # Redis 7: the operations are a library
+    client.function_flush()
+    assert [j.id for j in redis_store.enqueue([NewJob("b", "work")], now=T0)] == ["b"]
+    listed = [dict(zip(lib[::2], lib[1::2], strict=True)) for lib in client.function_list(library=name)]
+    assert [lib["library_name"] for lib in listed] == [name]
+    assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 5, now=T0)] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        "-fcall",  # FCALL refused: scripts by SHA at once
+        "-function|load",  # FCALL allowed but loading refused: scripts by SHA after the first miss
+    ],
+)
+def test_a_user_refused_functions_runs_the_scripts_by_sha(redis_store, redis_url, refused):
+    client = raw(redis_store)
+    user, password = f"tj-{secrets.token_hex(4)}", secrets.token_hex(16)
+    client.acl_setuser(
+        user,
+        enabled=True,
+        passwords=[f"+{password}"],
+        keys=["*"],
+        channels=["*"],
+        commands=["+@all", refused],
+    )
+    try:
+        client.function_flush()  # so that the library is missing for this user too
+        url = redis_url.replace("redis://", f"redis://{user}:{password}@", 1)
+        store = open_redis(with_query(url, prefix=redis_store.prefix))
+        try:
+            store.enqueue([NewJob("a", "work")], now=T0)
+            assert [c.job.id for c in store.claim(QUEUES, Holder.current(), 5, now=T0)] == ["a"]
+            assert store._scripts.functions is False
+        finally:
+            store.close()
+    finally:
+        client.acl_deluser(user)

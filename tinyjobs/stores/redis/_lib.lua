@@ -55,14 +55,29 @@
 -- microseconds, 12 digits of seq, then the id (from byte 41).
 -- Numbers are written with %.17g so that Python reads back exactly the double Lua computed.
 
-local P = string.sub(KEYS[1], 1, -5)
 local INDEXED = {blocked = true, done = true, failed = true, cancelled = true}
-local wakes = {}
-local ended = {}  -- queue -> leases ended in this script: room under its limits, if any
 
+-- The state of one run of an operation, started afresh by `begin` (the first thing every
+-- operation does): as a function of the library (FUNCTION LOAD, scripts.py) an operation keeps
+-- these upvalues from one call to the next, where a script (EVALSHA) made them anew each run.
+local P  -- the prefix, '{<prefix>}', from KEYS[1] = P .. ':seq'
+local wakes  -- queue -> wake-up tokens to push at flush
+local ended  -- queue -> leases ended in this script: room under its limits, if any
 -- Formatting a double costs thousands of instructions, and a script writes the same few (now,
--- a due time) several times: each text is made once per script run.
-local texts = {}
+-- a due time) several times: each text is made once per run.
+local texts
+local count_deltas  -- 'queue\tstate' -> change of that count, sent at flush
+-- Writes to shared index keys are gathered and sent once per key at the end of the script
+-- (flush), so a batch of N jobs costs one call per key instead of N.
+local batches, batch_order, holders_touched
+local scheduled  -- queue -> true when a job was scheduled for later in this script
+
+local function begin(keys)
+  P = string.sub(keys[1], 1, -5)
+  wakes, ended, texts, count_deltas, scheduled = {}, {}, {}, {}, {}
+  batches, batch_order, holders_touched = {}, {}, {}
+end
+
 local function num(x)
   local t = texts[x]
   if t == nil then
@@ -121,8 +136,6 @@ local function member(pri, due, seq, id)
   return string.format('%011d%017.0f%012d', 10000000000 - pri, due * 1000000, seq) .. id
 end
 
-local count_deltas = {}
-
 -- Index of blocked and final jobs by state; the per-queue counts are summed and sent at flush.
 local function index(state, q, seq, id, delta)
   if not INDEXED[state] then
@@ -137,10 +150,6 @@ local function index(state, q, seq, id, delta)
   end
 end
 
--- Writes to shared index keys are gathered and sent once per key at the end of the script
--- (flush), so a batch of N jobs costs one call per key instead of N.
-local batches, batch_order, holders_touched = {}, {}, {}
-
 local function later(cmd, key, a, b)
   local id = cmd .. ' ' .. key
   local entry = batches[id]
@@ -154,8 +163,6 @@ local function later(cmd, key, a, b)
     table.insert(entry, b)
   end
 end
-
-local scheduled = {}  -- queue -> true when a job was scheduled for later in this script
 
 local function wake(q)
   wakes[q] = (wakes[q] or 0) + 1
