@@ -23,7 +23,7 @@ from .connection import BLOCK_AT_MOST, Connection, decoded
 from .scripts import Scripts
 from .views import RedisViews
 
-UPGRADE_CHUNK = 1000  # P:ended entries one upgrade.lua call moves (some 5 ms of the server's time)
+UPGRADE_CHUNK = 1000  # P:ended entries one upgrade.lua call moves (about 6 ms of the server's time)
 
 
 class RedisStore(RedisViews):
