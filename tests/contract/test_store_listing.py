@@ -4,7 +4,7 @@ script's first read of a final state's set (256), so its chunked read is crossed
 
 from __future__ import annotations
 
-from helpers import T0, add, claim, queues
+from helpers import T0, add, claim, new, queues
 
 from tinyjobs.stores.base import Settlement
 
@@ -52,3 +52,32 @@ def test_counts_report_every_state_per_queue(store):
     }
     # The scheduled job falls due: it counts as waiting from then on.
     assert store.counts(now=T0 + 600)["mail"]["waiting"] == 3
+
+
+def test_jobs_pages_live_and_finished_jobs_together_in_enqueue_order(store):
+    # Priorities rise with the enqueue order, so the claim order of waiting jobs runs against it.
+    order = [f"w{i:03d}" for i in range(60)]
+    store.enqueue([new(job_id, priority=i) for i, job_id in enumerate(order)], now=T0)
+    order += _finish(store, 30, "mail", "done", T0 + 1)
+    order += _finish(store, 20, "mail", "fail", T0 + 2)
+    later = [f"s{i:03d}" for i in range(25)]
+    store.enqueue([new(job_id, delay=1000) for job_id in later], now=T0 + 3)
+    order += later
+    running = [f"r{i:02d}" for i in range(10)]
+    add(store, *running, queue="run", now=T0 + 4)
+    assert len(claim(store, 10, now=T0 + 5, on=queues("run"))) == 10
+    order += running
+    at = T0 + 10
+    assert [j.id for j in store.jobs(limit=1000, now=at)] == order
+    assert [j.id for j in store.jobs(limit=1000, now=at, newest=True)] == order[::-1]
+    for offset, limit in [(0, 7), (5, 20), (55, 30), (140, 10)]:
+        oldest = store.jobs(limit=limit, offset=offset, now=at)
+        assert [j.id for j in oldest] == order[offset : offset + limit]
+        newest = store.jobs(limit=limit, offset=offset, now=at, newest=True)
+        assert [j.id for j in newest] == order[::-1][offset : offset + limit]
+    waiting = [i for i in order if i.startswith("w")]
+    assert [j.id for j in store.jobs("waiting", limit=9, offset=3, now=at)] == waiting[3:12]
+    newest = store.jobs("waiting", limit=9, offset=3, now=at, newest=True)
+    assert [j.id for j in newest] == waiting[::-1][3:12]
+    assert [j.id for j in store.jobs("scheduled", limit=10, offset=12, now=at)] == later[12:22]
+    assert [j.id for j in store.jobs("running", limit=3, offset=2, now=at, newest=True)] == running[::-1][2:5]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import pytest
-from helpers import T0, add, claim, claim_one, holder, ids, new, queues, settle, state
+from helpers import LEASE, T0, add, claim, claim_one, holder, ids, new, queues, settle, state
 
 from tinyjobs.errors import ConfigError
 from tinyjobs.stores.base import Settlement, WorkerBeat
+from tinyjobs.stores.views import bucket_start
 
 
 def test_queue_stats_counts_reported_states_and_the_oldest_due_job(store):
@@ -187,6 +191,86 @@ def test_finished_series_over_a_day_in_hourly_buckets(store):
         (since + 7200, "failed", 1),
         (since + 82800, "done", 1),
     ]
+
+
+def _expected_series(store, ids, since, step, now):
+    """The contract's series computed here from the executions as the store recorded them."""
+    found: Counter[tuple[float, str]] = Counter()
+    for job_id in ids:
+        job = store.get(job_id, now=now, executions=True)
+        for e in job.executions if job else ():
+            if e.ended_at is not None and since <= e.ended_at <= now:
+                found[(bucket_start(e.ended_at, since, step), e.outcome)] += 1
+    return sorted((b, o, n) for (b, o), n in found.items())
+
+
+def test_finished_series_puts_each_execution_in_its_formula_bucket_even_at_a_bound(store):
+    # A step that no double holds: since + k * step is itself rounded, and the formula's
+    # rounding puts scores a double away from it on either side (both ways, for some k).
+    since, step = T0 + 0.1, 0.7
+    ends = [math.nextafter(since, -math.inf), since] + [since + 0.01 * i for i in range(1, 20)]
+    for k in (1, 2, 3, 7, 8, 12):
+        b = since + k * step
+        ends += [math.nextafter(b, -math.inf), b, math.nextafter(b, math.inf)]
+    now = since + 13 * step
+    ends += [now, math.nextafter(now, math.inf)]
+    ids = [f"e{i}" for i in range(len(ends))]
+    add(store, *ids, now=since - 10)
+    running = {c.job.id: c for c in claim(store, len(ids), now=since - 10)}
+    # Settled newest first: the series must not rely on executions ending in time order.
+    for job_id, end in reversed(list(zip(ids, ends, strict=True))):
+        fields = {"error": "x"} if job_id in ("e3", "e30") else {}
+        assert settle(store, running[job_id], "fail" if fields else "done", now=end, **fields)
+    expected = _expected_series(store, ids, since, step, now)
+    assert len(expected) > 8 and sum(n for _, _, n in expected) == len(ends) - 2
+    assert store.finished_series(since, step, now=now) == expected
+    # The same executions counted over many more buckets (a store may read them another way).
+    later = since + 400 * step
+    assert store.finished_series(since, step, now=later) == _expected_series(store, ids, since, step, later)
+
+
+def test_finished_series_counts_every_outcome_and_forgets_executions_that_went(store):
+    lost_holder = holder(pid=999)
+    add(store, "expired", "lost", "timeout", "gone", "purged", "cancelled", now=T0)
+    add(store, "kept", now=T0, dedupe=10_000)
+    add(store, "purged2", now=T0, dedupe=1)
+    first = {c.job.id: c for c in claim(store, 3, now=T0)}  # expired, lost, timeout
+    assert sorted(first) == ["expired", "lost", "timeout"]
+    assert store.end_leases([holder()], now=T0 + 5) == 3  # every lease of this holder: worker lost
+    again = {c.job.id: c for c in claim(store, 3, now=T0 + 10, by=lost_holder)}
+    assert sorted(again) == ["expired", "lost", "timeout"]
+    assert store.reap(now=T0 + 10 + 2 * LEASE) == 3  # lease expired (at T0 + 70)
+    rest = {c.job.id: c for c in claim(store, 10, now=T0 + 100)}
+    assert sorted(rest) == sorted([*again, "gone", "purged", "cancelled", "kept", "purged2"])
+    store.cancel("cancelled", now=T0 + 100)
+    assert settle(store, rest["cancelled"], "retry", error="x", now=T0 + 110)  # ends cancelled
+    assert settle(store, rest["timeout"], "retry", error="slow", execution="timeout", now=T0 + 110)
+    for job_id in ("expired", "lost", "gone", "purged", "kept", "purged2"):
+        assert settle(store, rest[job_id], "done", now=T0 + 120)
+    since, now = T0 - 60, T0 + 180
+    assert store.finished_series(since, 60, now=now) == [
+        (T0, "worker lost", 3),
+        (T0 + 60, "cancelled", 1),
+        (T0 + 60, "lease expired", 3),
+        (T0 + 60, "timeout", 1),
+        (T0 + 120, "done", 6),
+    ]
+    # Executions go with their job: deleted, or purged (done past its dedupe window).
+    assert store.delete("gone", now=now)
+    assert store.purge(now=T0 + 130) == 1  # purged2
+    assert store.delete("purged", now=now)
+    assert store.finished_series(since, 60, now=now) == [
+        (T0, "worker lost", 3),
+        (T0 + 60, "cancelled", 1),
+        (T0 + 60, "lease expired", 3),
+        (T0 + 60, "timeout", 1),
+        (T0 + 120, "done", 3),
+    ]
+    for job_id in ("expired", "lost", "timeout"):
+        assert store.delete(job_id, now=now)
+    assert store.finished_series(since, 60, now=now) == [(T0 + 60, "cancelled", 1), (T0 + 120, "done", 1)]
+    assert store.delete("cancelled", now=now) and store.delete("kept", now=now)
+    assert store.finished_series(since, 60, now=now) == []
 
 
 def test_execution_stats_buckets_are_exact_at_their_bounds(store):

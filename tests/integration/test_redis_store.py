@@ -320,3 +320,48 @@ def test_a_user_refused_functions_runs_the_scripts_by_sha(redis_store, redis_url
             store.close()
     finally:
         client.acl_deluser(user)
+
+
+def _to_old_layout(store) -> int:
+    """Put the store's ended executions back in the layout before P:ended:<outcome>: one sorted
+    set P:ended of '<id>\\t<n>\\t<outcome>' (as a store written by an older version holds them)."""
+    r = raw(store)
+    moved = 0
+    for key in list(r.scan_iter(match=store.base + ":ended:*")):
+        outcome = key[len(store.base + ":ended:") :]
+        entries = r.zrange(key, 0, -1, withscores=True)
+        r.zadd(store.base + ":ended", {f"{m}\t{outcome}": score for m, score in entries})
+        r.delete(key)
+        moved += len(entries)
+    return moved
+
+
+def test_executions_recorded_in_the_old_layout_are_counted_then_moved_on_open(redis_store, monkeypatch):
+    from tinyjobs.stores.redis import store as store_module
+
+    ids = [f"j{i}" for i in range(12)]
+    redis_store.enqueue([NewJob(id=i, task="t") for i in ids], now=T0)
+    claimed = redis_store.claim(QUEUES, Holder.current(), 12, now=T0)
+    for n, c in enumerate(claimed):
+        outcome = "fail" if n % 3 == 0 else "done"
+        redis_store.settle([Settlement(c.job.id, c.token, outcome, error="x")], now=T0 + 10 * n)
+    series = redis_store.finished_series(T0, 30, now=T0 + 200)
+    assert sum(n for _, _, n in series) == 12
+    assert _to_old_layout(redis_store) == 12
+    # Read as it is, and a delete removes the job's entry from the old layout too.
+    assert redis_store.finished_series(T0, 30, now=T0 + 200) == series
+    assert redis_store.delete("j0", now=T0 + 200)  # failed, at T0
+    assert series[:2] == [(T0, "done", 2), (T0, "failed", 1)]
+    series = [series[0], *series[2:]]
+    assert redis_store.finished_series(T0, 30, now=T0 + 200) == series
+    # Moved chunk by chunk: cut short after one chunk, nothing is lost or counted twice.
+    assert redis_store._run("upgrade", [4]) == 7
+    assert redis_store.finished_series(T0, 30, now=T0 + 200) == series
+    monkeypatch.setattr(store_module, "UPGRADE_CHUNK", 3)
+    again = open_redis(redis_store.url)
+    try:
+        assert not raw(redis_store).exists(redis_store.base + ":ended")
+        assert again.finished_series(T0, 30, now=T0 + 200) == series
+        assert redis_store.finished_series(T0, 30, now=T0 + 200) == series
+    finally:
+        again.close()

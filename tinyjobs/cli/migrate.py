@@ -30,6 +30,6 @@ def migrate(ctx: click.Context, url: str | None) -> None:
     store = open_store(target)  # opening applies every pending migration, under a lock
     store.close()
     if kind == "redis":
-        click.echo(f"{mask(target)} is reachable; Redis keeps no schema, nothing to migrate")
+        click.echo(f"{mask(target)} is reachable; Redis keeps no schema, its keys are in the current layout")
     else:
         click.echo(f"schema of {mask(target)} is up to date")

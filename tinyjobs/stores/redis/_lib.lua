@@ -37,8 +37,13 @@
 --   P:lead                 hash    leadership name -> '<holder>\t<expires>'
 --   P:created              zset    every job id by created_at (browse: newest first, ties by id)
 --   P:kids:<id>            set     ids of every job enqueued after <id> (dependents)
---   P:ended                zset    '<id>\t<n>\t<outcome>' by ended_at, one per ended execution (n: its
---                                  end entry's place in P:exec:<id>), for finished_series
+--   P:ended:<outcome>      zset    '<id>\t<n>' by ended_at, one per ended execution with that
+--                                  outcome (n: its end entry's place in P:exec:<id>), for
+--                                  finished_series; the outcomes on record are those of P:durkeys
+--   P:ended                zset    the layout before P:ended:<outcome>: '<id>\t<n>\t<outcome>' by
+--                                  ended_at. Written by no script any more; RedisStore moves it
+--                                  into P:ended:<outcome> on open (upgrade.lua), and until then
+--                                  finished_series reads it and deletes remove from it
 --   P:dur:<queue>\t<outcome> zset  '<id>\t<n>' by duration in seconds, for execution_stats
 --   P:dursum               hash    '<queue>\t<outcome>' -> sum of those durations
 --   P:durkeys              set     the '<queue>\t<outcome>' pairs that have a P:dur zset
@@ -301,18 +306,29 @@ finalize = function(id, j, state, err, now, result)
   end
 end
 
+-- Whether P:ended (the layout before P:ended:<outcome>) still exists: read once per script, by
+-- the first execution it forgets (a script that forgets none pays nothing).
+local legacy_ended = nil
+
 -- The execution-stats entries of one ended execution (see close_exec).
 local function exec_stats(id, q, n, outcome, started, ended_at, sign)
   local pair = q .. '\t' .. outcome
   local d = math.max(ended_at - started, 0)
+  local m = id .. '\t' .. n
   if sign > 0 then
-    redis.call('ZADD', P .. ':ended', num(ended_at), id .. '\t' .. n .. '\t' .. outcome)
-    redis.call('ZADD', P .. ':dur:' .. pair, num(d), id .. '\t' .. n)
+    redis.call('ZADD', P .. ':ended:' .. outcome, num(ended_at), m)
+    redis.call('ZADD', P .. ':dur:' .. pair, num(d), m)
     redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(d))
     redis.call('SADD', P .. ':durkeys', pair)
   else
-    redis.call('ZREM', P .. ':ended', id .. '\t' .. n .. '\t' .. outcome)
-    redis.call('ZREM', P .. ':dur:' .. pair, id .. '\t' .. n)
+    redis.call('ZREM', P .. ':ended:' .. outcome, m)
+    if legacy_ended == nil then
+      legacy_ended = redis.call('EXISTS', P .. ':ended') == 1
+    end
+    if legacy_ended then
+      redis.call('ZREM', P .. ':ended', m .. '\t' .. outcome)
+    end
+    redis.call('ZREM', P .. ':dur:' .. pair, m)
     if redis.call('EXISTS', P .. ':dur:' .. pair) == 0 then
       redis.call('HDEL', P .. ':dursum', pair)
       redis.call('SREM', P .. ':durkeys', pair)

@@ -61,6 +61,8 @@ OPERATIONS = (
     "delete",
     "beat",
     "workers",
+    # moving keys of an older layout, on open (store.py)
+    "upgrade",
 )
 
 

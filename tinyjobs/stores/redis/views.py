@@ -4,9 +4,10 @@ A mixin of RedisStore (it uses the store's `_run`). Each is one Lua script (brow
 each bounded). What they read, at 10^6 jobs: browse walks P:created (a sorted set of every job by
 created_at) newest first and stops at the page, up to BROWSE_BUDGET rows per script call (a
 rare filter means several calls; a state filter on a small final-state index reads that index);
-queue_stats reads counters, sorted-set sizes and one head per priority; finished_series reads
-P:ended over the window; execution_stats one ZCOUNT per (queue, outcome) and bound. No KEYS or
-SCAN per request. docs/store-contract.md has the contracts."""
+queue_stats reads counters, sorted-set sizes and one head per priority; finished_series one
+ZCOUNT per non-empty (bucket, outcome) on P:ended:<outcome> (or the window's few entries);
+execution_stats one ZCOUNT per (queue, outcome) and bound. No KEYS or SCAN per request.
+docs/store-contract.md has the contracts."""
 
 from __future__ import annotations
 
