@@ -270,7 +270,9 @@ def test_processes_claiming_at_once_never_claim_the_same_job(store) -> None:
 
 def test_wait_wakes_on_another_connections_commit(store, db_path: Path) -> None:
     assert store.wait(["default"], 0.05) is False  # idle: times out
-    other = open_sqlite(url_of(db_path))
+    # The writer commits without an fsync (WAL, synchronous=NORMAL): what is timed is the
+    # wake-up, not the disk, whose fsync can stall for a second behind other writeback.
+    other = open_sqlite(url_of(db_path, "synchronous=normal"))
     timer = threading.Timer(0.1, lambda: other.enqueue([NewJob(id="x", task="t")]))
     started = time.monotonic()
     timer.start()
