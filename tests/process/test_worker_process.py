@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import signal
+import sqlite3
+import subprocess
+import time
 from collections import defaultdict
 
 from support.wait import wait_until
@@ -33,11 +36,31 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_again_as_its_nex
     assert again.executions[0].pid == first.pid and again.executions[1].pid == second.pid
 
 
+def stop_outside_a_write(proc: subprocess.Popen, database: str) -> None:
+    """SIGSTOP `proc` at a moment when it holds no write transaction: a process stopped inside
+    one (a lease renewal whose COMMIT waits on a slow fsync, say) keeps SQLite's write lock, and
+    no other process could write, the reaper included, until it runs again. That is SQLite's
+    nature, not what the test is about, so it tries again until the lock is free."""
+    for _ in range(50):
+        proc.send_signal(signal.SIGSTOP)
+        probe = sqlite3.connect(database, timeout=0.5, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:  # stopped holding the lock: let it finish, try again
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(0.05)
+        finally:
+            probe.close()
+    raise AssertionError("the worker held the write lock at every try")
+
+
 def test_an_expired_lease_comes_back_within_lease_plus_a_second(workers, app):
     job = app.enqueue("hold", {"seconds": 60})
     first = workers.start()
     wait_until(lambda: app.get(job.id).state == "running", timeout=15, what="the job to start")
-    first.send_signal(signal.SIGSTOP)  # alive but silent: only the lease can free the job
+    stop_outside_a_write(first, app.store.path)  # alive but silent: only the lease can free the job
     try:
         second = workers.start()
         wait_until(
