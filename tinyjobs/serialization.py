@@ -45,10 +45,15 @@ def a(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
+# One encoder for every dump: json.dumps builds a new JSONEncoder per call when given any
+# option (separators, ensure_ascii), which costs about as much as encoding a job's arguments.
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def dump(value: Any, where: str) -> str:
     """Compact JSON text of `value`, after `check_json`."""
     check_json(value, where)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _compact(value)
 
 
 def dump_args(args: dict[str, Any], limit: int = DEFAULT_MAX_PAYLOAD) -> str:
@@ -59,8 +64,8 @@ def dump_args(args: dict[str, Any], limit: int = DEFAULT_MAX_PAYLOAD) -> str:
         if not isinstance(name, str):
             raise SerializationError(f"argument name {name!r} must be a string")
         check_json(item, f"argument {name!r}")
-    text = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
-    size = len(text.encode())
+    text = _compact(args)
+    size = len(text) if text.isascii() else len(text.encode())
     if size > limit:
         raise PayloadTooLarge(
             f"arguments are {size} bytes as JSON, over the payload limit of {limit} bytes; "

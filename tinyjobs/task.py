@@ -132,6 +132,8 @@ class Task(Generic[P, R]):
         def enqueue(self, **kwargs: Any) -> Job:
             """Add a job; option keywords (id, key, delay, at, after, group, priority, conn,
             queue) are split from the task's own arguments."""
+            if ENQUEUE_OPTIONS.isdisjoint(kwargs):  # the common call: arguments only
+                return self.app.enqueue(self.name, kwargs)
             options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
             return self.app.enqueue(self.name, kwargs, **options)
 
