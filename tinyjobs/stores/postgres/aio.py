@@ -251,7 +251,7 @@ class AsyncPostgresStore:
                     cur = conn.cursor()
                     await cur.execute(self.q["enqueue_one"], one_params(job, now))
                     await ours.execute(b"COMMIT")
-                    await ours.execute(self.q["notify"], {"channel": self._channel, "queues": [job.queue]})
+                    await ours.execute(self.q["notify_one"], {"channel": self._channel, "queue": job.queue})
                 return await cur.fetchall()
             except Exception:
                 await _end_failed(conn)

@@ -569,6 +569,11 @@ FROM p, t WHERE p.pr IS NOT NULL
 SELECT set_config('synchronous_commit', 'off', true), pg_notify(%(channel)s, q)
 FROM unnest(%(queues)b::text[]) AS q
 
+-- name: notify_one
+-- `notify` for one queue, the wake-up of every single enqueue: a text parameter instead of an
+-- array (psycopg dumps arrays in Python: -12 us of client CPU per enqueue measured).
+SELECT set_config('synchronous_commit', 'off', true), pg_notify(%(channel)s, %(queue)s)
+
 -- The dashboard's and metrics' statements (issue 16; see views.py).
 
 -- name: pause_lock

@@ -124,7 +124,7 @@ class PostgresStore(PostgresViews):
                 self._notify({job.queue})
             return added
 
-        wake = (self.q["notify"], {"channel": self._channel, "queues": [job.queue]})
+        wake = (self.q["notify_one"], {"channel": self._channel, "queue": job.queue})
         rows = _past_key_races(
             lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
         )
@@ -137,7 +137,10 @@ class PostgresStore(PostgresViews):
         if not queues:
             return
         try:
-            self._one("notify", {"channel": self._channel, "queues": sorted(queues)})
+            if len(queues) == 1:
+                self._one("notify_one", {"channel": self._channel, "queue": next(iter(queues))})
+            else:
+                self._one("notify", {"channel": self._channel, "queues": sorted(queues)})
         except (psycopg.Error, StoreError):
             pass
 
