@@ -198,6 +198,37 @@ DELETE FROM {exec_minutes} c USING held h JOIN gone g USING (minute, outcome)
 WHERE c.minute = h.minute AND c.outcome = h.outcome AND c.shard = h.shard
 
 -- name: claim
+-- The claim of queues without limits (the worker's usual one): the due jobs of `free`, best
+-- first. Its own statement rather than claim_limited with no ids: the generic plan of that one
+-- ran its `picked` scan with an empty list as a BitmapAnd that read every entry of jobs_claim
+-- (every waiting job) at each claim.
+{claim_start}
+cand AS (
+    SELECT c.id FROM free c
+    ORDER BY c.priority DESC, c.due, c.seq
+    LIMIT %(limit)s
+),
+{claim_end}
+
+-- name: claim_limited
+-- The claim when some queues have limits: `ids`, the jobs their limits let start
+-- (claims.candidates), join the due jobs of the others.
+{claim_start}
+picked AS (
+    SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
+    WHERE j.id = ANY(%(ids)b::text[]) AND j.state = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = j.queue)  -- LIM-04
+    FOR UPDATE SKIP LOCKED
+),
+cand AS (
+    SELECT c.id FROM (SELECT * FROM free UNION ALL SELECT * FROM picked) c
+    ORDER BY c.priority DESC, c.due, c.seq
+    LIMIT %(limit)s
+),
+{claim_end}
+
+-- name: claim_start
+-- Fragment: the head of claim and claim_limited, up to the due jobs of the unlimited queues.
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
 pol AS (SELECT * FROM unnest(%(queues)b::text[], %(leases)b::float8[]) AS p(queue, lease)),
 free AS (
@@ -210,17 +241,9 @@ free AS (
     ) x
     WHERE NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = q.name)  -- LIM-04
 ),
-picked AS (
-    SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
-    WHERE j.id = ANY(%(ids)b::text[]) AND j.state = 'pending'
-      AND NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = j.queue)  -- LIM-04
-    FOR UPDATE SKIP LOCKED
-),
-cand AS (
-    SELECT c.id FROM (SELECT * FROM free UNION ALL SELECT * FROM picked) c
-    ORDER BY c.priority DESC, c.due, c.seq
-    LIMIT %(limit)s
-),
+
+-- name: claim_end
+-- Fragment: the tail of claim and claim_limited, from `cand` (the ids to claim, at most limit).
 upd AS (
     UPDATE {jobs} j SET state = 'running', attempts = j.attempts + 1, started_at = t.now,
         token = replace(gen_random_uuid()::text, '-', ''), lease_seconds = pol.lease,
