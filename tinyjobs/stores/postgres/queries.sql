@@ -302,46 +302,37 @@ s AS (
     WITH ORDINALITY AS s(job_id, token, outcome, result, error, delay, execution, ord)
 ),
 one AS (SELECT DISTINCT ON (job_id) * FROM s ORDER BY job_id, ord),
-cur AS (
-    -- new_state: rules.settled_state
-    SELECT j.id, j.cancel_requested, one.*,
-        CASE WHEN one.outcome <> 'done' AND j.cancel_requested THEN 'cancelled'
-             WHEN one.outcome = 'done' THEN 'done'
-             WHEN one.outcome = 'fail' THEN 'failed'
-             WHEN one.outcome = 'retry' AND j.attempts >= j.max_attempts THEN 'failed'
-             ELSE 'pending' END AS new_state
-    FROM {jobs} j JOIN one ON j.id = one.job_id AND j.token = one.token
-    WHERE j.state = 'running'
-    FOR UPDATE OF j
-),
+-- One UPDATE finds, locks and ends the jobs, its SET computed from the row it locked (a
+-- concurrent cancel or reaper is re-read under READ COMMITTED): a SELECT ... FOR UPDATE before
+-- it wrote a lock record per job and visited each row twice.
 upd AS (
-    UPDATE {jobs} j SET state = cur.new_state,
-        attempts = CASE WHEN cur.outcome IN ('snooze', 'handback') AND cur.new_state = 'pending'
+    UPDATE {jobs} j SET state = {settled_state},
+        attempts = CASE WHEN one.outcome IN ('snooze', 'handback') AND {settled_state} = 'pending'
                         THEN j.attempts - 1
                         ELSE j.attempts END,
-        result = CASE WHEN cur.new_state = 'done' THEN cur.result ELSE j.result END,
-        error = CASE WHEN cur.new_state = 'done' THEN NULL
-                     WHEN cur.new_state = 'cancelled' THEN {cancelled_while_running}
-                     WHEN cur.outcome IN ('retry', 'fail') THEN cur.error
+        result = CASE WHEN {settled_state} = 'done' THEN one.result ELSE j.result END,
+        error = CASE WHEN {settled_state} = 'done' THEN NULL
+                     WHEN {settled_state} = 'cancelled' THEN {cancelled_while_running}
+                     WHEN one.outcome IN ('retry', 'fail') THEN one.error
                      ELSE j.error END,
-        due = CASE WHEN cur.new_state = 'pending' AND cur.outcome IN ('retry', 'snooze')
-                   THEN t.now + cur.delay ELSE j.due END,
-        finished_at = CASE WHEN cur.new_state <> 'pending' THEN t.now END,
-        expires_at = CASE WHEN cur.new_state = 'done' THEN t.now + j.dedupe
-                          WHEN cur.new_state <> 'pending' THEN t.now + j.keep END,
+        due = CASE WHEN {settled_state} = 'pending' AND one.outcome IN ('retry', 'snooze')
+                   THEN t.now + one.delay ELSE j.due END,
+        finished_at = CASE WHEN {settled_state} <> 'pending' THEN t.now END,
+        expires_at = CASE WHEN {settled_state} = 'done' THEN t.now + j.dedupe
+                          WHEN {settled_state} <> 'pending' THEN t.now + j.keep END,
         token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
         holder = NULL
-    FROM cur, t
-    WHERE j.id = cur.id
-    RETURNING j.id, j.state, j.queue, cur.ord
+    FROM one, t
+    WHERE j.id = one.job_id AND j.token = one.token AND j.state = 'running'
+    RETURNING j.id, j.state, j.queue, one.ord, one.outcome, one.error, one.execution
 ),
 ended AS (
-    UPDATE {executions} e SET ended_at = t.now, error = cur.error,
-        outcome = COALESCE(cur.execution,  -- rules.execution_outcome
-            CASE WHEN cur.new_state = 'cancelled' THEN {outcome_cancelled}
-                 ELSE CASE cur.outcome {execution_outcomes} END END)
-    FROM cur, t
-    WHERE e.job_id = cur.id AND e.ended_at IS NULL
+    UPDATE {executions} e SET ended_at = t.now, error = upd.error,
+        outcome = COALESCE(upd.execution,  -- rules.execution_outcome
+            CASE WHEN upd.state = 'cancelled' THEN {outcome_cancelled}
+                 ELSE CASE upd.outcome {execution_outcomes} END END)
+    FROM upd, t
+    WHERE e.job_id = upd.id AND e.ended_at IS NULL
     RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
 ),
 {tally}
@@ -349,6 +340,15 @@ SELECT s.ord, upd.state, upd.queue,
     upd.id IS NOT NULL AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
 FROM s LEFT JOIN upd ON upd.ord = s.ord
 ORDER BY s.ord
+
+-- name: settled_state
+-- Fragment: the state a settlement leaves (rules.settled_state), from the settlement `one` and
+-- the job's row `j` as it was before the settle's UPDATE.
+(CASE WHEN one.outcome <> 'done' AND j.cancel_requested THEN 'cancelled'
+      WHEN one.outcome = 'done' THEN 'done'
+      WHEN one.outcome = 'fail' THEN 'failed'
+      WHEN one.outcome = 'retry' AND j.attempts >= j.max_attempts THEN 'failed'
+      ELSE 'pending' END)
 
 -- name: with_dependents
 -- Which of these jobs have dependents. Its own statement, after the one that ended them: that
