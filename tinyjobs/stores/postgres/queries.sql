@@ -306,20 +306,23 @@ one AS (SELECT DISTINCT ON (job_id) * FROM s ORDER BY job_id, ord),
 -- concurrent cancel or reaper is re-read under READ COMMITTED): a SELECT ... FOR UPDATE before
 -- it wrote a lock record per job and visited each row twice.
 upd AS (
-    UPDATE {jobs} j SET state = {settled_state},
-        attempts = CASE WHEN one.outcome IN ('snooze', 'handback') AND {settled_state} = 'pending'
-                        THEN j.attempts - 1
-                        ELSE j.attempts END,
-        result = CASE WHEN {settled_state} = 'done' THEN one.result ELSE j.result END,
-        error = CASE WHEN {settled_state} = 'done' THEN NULL
-                     WHEN {settled_state} = 'cancelled' THEN {cancelled_while_running}
-                     WHEN one.outcome IN ('retry', 'fail') THEN one.error
-                     ELSE j.error END,
-        due = CASE WHEN {settled_state} = 'pending' AND one.outcome IN ('retry', 'snooze')
-                   THEN t.now + one.delay ELSE j.due END,
-        finished_at = CASE WHEN {settled_state} <> 'pending' THEN t.now END,
-        expires_at = CASE WHEN {settled_state} = 'done' THEN t.now + j.dedupe
-                          WHEN {settled_state} <> 'pending' THEN t.now + j.keep END,
+    -- x.state: the state the settlement leaves, written out once (a sub-SELECT of the row's
+    -- columns as they were, run for each row).
+    UPDATE {jobs} j SET (state, attempts, result, error, due, finished_at, expires_at) = (
+        SELECT x.state,
+            CASE WHEN one.outcome IN ('snooze', 'handback') AND x.state = 'pending'
+                 THEN j.attempts - 1 ELSE j.attempts END,
+            CASE WHEN x.state = 'done' THEN one.result ELSE j.result END,
+            CASE WHEN x.state = 'done' THEN NULL
+                 WHEN x.state = 'cancelled' THEN {cancelled_while_running}
+                 WHEN one.outcome IN ('retry', 'fail') THEN one.error
+                 ELSE j.error END,
+            CASE WHEN x.state = 'pending' AND one.outcome IN ('retry', 'snooze')
+                 THEN t.now + one.delay ELSE j.due END,
+            CASE WHEN x.state <> 'pending' THEN t.now END,
+            CASE WHEN x.state = 'done' THEN t.now + j.dedupe
+                 WHEN x.state <> 'pending' THEN t.now + j.keep END
+        FROM (SELECT {settled_state} AS state) x),
         token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
         holder = NULL
     FROM one, t
