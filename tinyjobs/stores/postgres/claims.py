@@ -138,7 +138,7 @@ def start(
         for name in lim:
             ids += candidates(cur, q, queues[name], now, limit)
     cur.execute(
-        q["claim"],
+        q["claim_limited" if lim else "claim"],
         {
             "now": now,
             "queues": list(queues),

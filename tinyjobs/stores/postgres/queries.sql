@@ -198,6 +198,37 @@ DELETE FROM {exec_minutes} c USING held h JOIN gone g USING (minute, outcome)
 WHERE c.minute = h.minute AND c.outcome = h.outcome AND c.shard = h.shard
 
 -- name: claim
+-- The claim of queues without limits (the worker's usual one): the due jobs of `free`, best
+-- first. Its own statement rather than claim_limited with no ids: the generic plan of that one
+-- ran its `picked` scan with an empty list as a BitmapAnd that read every entry of jobs_claim
+-- (every waiting job) at each claim.
+{claim_start}
+cand AS (
+    SELECT c.id FROM free c
+    ORDER BY c.priority DESC, c.due, c.seq
+    LIMIT %(limit)s
+),
+{claim_end}
+
+-- name: claim_limited
+-- The claim when some queues have limits: `ids`, the jobs their limits let start
+-- (claims.candidates), join the due jobs of the others.
+{claim_start}
+picked AS (
+    SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
+    WHERE j.id = ANY(%(ids)b::text[]) AND j.state = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = j.queue)  -- LIM-04
+    FOR UPDATE SKIP LOCKED
+),
+cand AS (
+    SELECT c.id FROM (SELECT * FROM free UNION ALL SELECT * FROM picked) c
+    ORDER BY c.priority DESC, c.due, c.seq
+    LIMIT %(limit)s
+),
+{claim_end}
+
+-- name: claim_start
+-- Fragment: the head of claim and claim_limited, up to the due jobs of the unlimited queues.
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
 pol AS (SELECT * FROM unnest(%(queues)b::text[], %(leases)b::float8[]) AS p(queue, lease)),
 free AS (
@@ -210,17 +241,9 @@ free AS (
     ) x
     WHERE NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = q.name)  -- LIM-04
 ),
-picked AS (
-    SELECT j.id, j.priority, j.due, j.seq FROM {jobs} j
-    WHERE j.id = ANY(%(ids)b::text[]) AND j.state = 'pending'
-      AND NOT EXISTS (SELECT 1 FROM {paused} p WHERE p.queue = j.queue)  -- LIM-04
-    FOR UPDATE SKIP LOCKED
-),
-cand AS (
-    SELECT c.id FROM (SELECT * FROM free UNION ALL SELECT * FROM picked) c
-    ORDER BY c.priority DESC, c.due, c.seq
-    LIMIT %(limit)s
-),
+
+-- name: claim_end
+-- Fragment: the tail of claim and claim_limited, from `cand` (the ids to claim, at most limit).
 upd AS (
     UPDATE {jobs} j SET state = 'running', attempts = j.attempts + 1, started_at = t.now,
         token = replace(gen_random_uuid()::text, '-', ''), lease_seconds = pol.lease,
@@ -279,46 +302,40 @@ s AS (
     WITH ORDINALITY AS s(job_id, token, outcome, result, error, delay, execution, ord)
 ),
 one AS (SELECT DISTINCT ON (job_id) * FROM s ORDER BY job_id, ord),
-cur AS (
-    -- new_state: rules.settled_state
-    SELECT j.id, j.cancel_requested, one.*,
-        CASE WHEN one.outcome <> 'done' AND j.cancel_requested THEN 'cancelled'
-             WHEN one.outcome = 'done' THEN 'done'
-             WHEN one.outcome = 'fail' THEN 'failed'
-             WHEN one.outcome = 'retry' AND j.attempts >= j.max_attempts THEN 'failed'
-             ELSE 'pending' END AS new_state
-    FROM {jobs} j JOIN one ON j.id = one.job_id AND j.token = one.token
-    WHERE j.state = 'running'
-    FOR UPDATE OF j
-),
+-- One UPDATE finds, locks and ends the jobs, its SET computed from the row it locked (a
+-- concurrent cancel or reaper is re-read under READ COMMITTED): a SELECT ... FOR UPDATE before
+-- it wrote a lock record per job and visited each row twice.
 upd AS (
-    UPDATE {jobs} j SET state = cur.new_state,
-        attempts = CASE WHEN cur.outcome IN ('snooze', 'handback') AND cur.new_state = 'pending'
-                        THEN j.attempts - 1
-                        ELSE j.attempts END,
-        result = CASE WHEN cur.new_state = 'done' THEN cur.result ELSE j.result END,
-        error = CASE WHEN cur.new_state = 'done' THEN NULL
-                     WHEN cur.new_state = 'cancelled' THEN {cancelled_while_running}
-                     WHEN cur.outcome IN ('retry', 'fail') THEN cur.error
-                     ELSE j.error END,
-        due = CASE WHEN cur.new_state = 'pending' AND cur.outcome IN ('retry', 'snooze')
-                   THEN t.now + cur.delay ELSE j.due END,
-        finished_at = CASE WHEN cur.new_state <> 'pending' THEN t.now END,
-        expires_at = CASE WHEN cur.new_state = 'done' THEN t.now + j.dedupe
-                          WHEN cur.new_state <> 'pending' THEN t.now + j.keep END,
+    -- x.state: the state the settlement leaves, written out once (a sub-SELECT of the row's
+    -- columns as they were, run for each row).
+    UPDATE {jobs} j SET (state, attempts, result, error, due, finished_at, expires_at) = (
+        SELECT x.state,
+            CASE WHEN one.outcome IN ('snooze', 'handback') AND x.state = 'pending'
+                 THEN j.attempts - 1 ELSE j.attempts END,
+            CASE WHEN x.state = 'done' THEN one.result ELSE j.result END,
+            CASE WHEN x.state = 'done' THEN NULL
+                 WHEN x.state = 'cancelled' THEN {cancelled_while_running}
+                 WHEN one.outcome IN ('retry', 'fail') THEN one.error
+                 ELSE j.error END,
+            CASE WHEN x.state = 'pending' AND one.outcome IN ('retry', 'snooze')
+                 THEN t.now + one.delay ELSE j.due END,
+            CASE WHEN x.state <> 'pending' THEN t.now END,
+            CASE WHEN x.state = 'done' THEN t.now + j.dedupe
+                 WHEN x.state <> 'pending' THEN t.now + j.keep END
+        FROM (SELECT {settled_state} AS state) x),
         token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
         holder = NULL
-    FROM cur, t
-    WHERE j.id = cur.id
-    RETURNING j.id, j.state, j.queue, cur.ord
+    FROM one, t
+    WHERE j.id = one.job_id AND j.token = one.token AND j.state = 'running'
+    RETURNING j.id, j.state, j.queue, one.ord, one.outcome, one.error, one.execution
 ),
 ended AS (
-    UPDATE {executions} e SET ended_at = t.now, error = cur.error,
-        outcome = COALESCE(cur.execution,  -- rules.execution_outcome
-            CASE WHEN cur.new_state = 'cancelled' THEN {outcome_cancelled}
-                 ELSE CASE cur.outcome {execution_outcomes} END END)
-    FROM cur, t
-    WHERE e.job_id = cur.id AND e.ended_at IS NULL
+    UPDATE {executions} e SET ended_at = t.now, error = upd.error,
+        outcome = COALESCE(upd.execution,  -- rules.execution_outcome
+            CASE WHEN upd.state = 'cancelled' THEN {outcome_cancelled}
+                 ELSE CASE upd.outcome {execution_outcomes} END END)
+    FROM upd, t
+    WHERE e.job_id = upd.id AND e.ended_at IS NULL
     RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
 ),
 {tally}
@@ -326,6 +343,15 @@ SELECT s.ord, upd.state, upd.queue,
     upd.id IS NOT NULL AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
 FROM s LEFT JOIN upd ON upd.ord = s.ord
 ORDER BY s.ord
+
+-- name: settled_state
+-- Fragment: the state a settlement leaves (rules.settled_state), from the settlement `one` and
+-- the job's row `j` as it was before the settle's UPDATE.
+(CASE WHEN one.outcome <> 'done' AND j.cancel_requested THEN 'cancelled'
+      WHEN one.outcome = 'done' THEN 'done'
+      WHEN one.outcome = 'fail' THEN 'failed'
+      WHEN one.outcome = 'retry' AND j.attempts >= j.max_attempts THEN 'failed'
+      ELSE 'pending' END)
 
 -- name: with_dependents
 -- Which of these jobs have dependents. Its own statement, after the one that ended them: that
