@@ -16,6 +16,7 @@ connections of one loop; callers beyond it wait their turn without blocking the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -27,12 +28,21 @@ from psycopg import errors as pgerrors
 
 from ...errors import NotSupported, StoreError, StoreUnavailable
 from ...job import Job
-from ..aio import LoopLocal
+from ..aio import Later, LoopLocal
 from ..base import NewJob
 from ..deadlines import CONNECT, retry_window
 from . import steps
 from .config import Settings
-from .enqueue import added_one, caller_steps, enqueue_steps, existing_steps, held, holding, one_params
+from .enqueue import (
+    added_one,
+    caller_steps,
+    enqueue_later_steps,
+    enqueue_steps,
+    existing_steps,
+    held,
+    holding,
+    one_params,
+)
 from .steps import adrive
 
 T = TypeVar("T")
@@ -227,13 +237,26 @@ class AsyncPostgresStore:
             return []
         if conn is not None:
             return await self._enqueue_on(conn, jobs, now)
+        return [make() for make in await self.enqueue_later(jobs, now)]
+
+    async def enqueue_later(self, jobs: Sequence[NewJob], now: float | None = None) -> list[Later]:
+        """`enqueue` (ours, not the caller's transaction) returning once the batch committed,
+        with each job's snapshot left to decode (stores/aio.py DecodesLater): Grouped decodes
+        them a few per turn of the loop as it resumes their callers."""
+        if not jobs:
+            return []
         if len(jobs) == 1 and not jobs[0].after:
-            return [await _past_key_races(lambda: self._enqueue_one(jobs[0], now))]
-        added = await _past_key_races(
-            lambda: self._steps(lambda: enqueue_steps(self.q, jobs, now, None), write=True, idempotent=True)
-        )
-        await self._notify({job.queue for job in added if job.created})
-        return added
+            return [functools.partial(_same, await _past_key_races(lambda: self._enqueue_one(jobs[0], now)))]
+
+        def make() -> steps.Steps[tuple[list[Later], set[str]]]:
+            return enqueue_later_steps(self.q, jobs, now, None)
+
+        def write() -> Awaitable[tuple[list[Later], set[str]]]:
+            return self._steps(make, write=True, idempotent=True)
+
+        later, queues = await _past_key_races(write)
+        await self._notify(queues)
+        return later
 
     async def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
         """One job without parents: BEGIN, the insert, COMMIT and the wake-up of its queue's
@@ -355,6 +378,10 @@ async def _shield(closing: Awaitable[None]) -> None:
         await closing
     except Exception:
         pass
+
+
+def _same(job: Job) -> Job:
+    return job
 
 
 async def _past_key_races(write: Callable[[], Awaitable[T]]) -> T:
