@@ -316,11 +316,13 @@ class AsyncPostgresStore:
             return
         params = {"channel": self._channel, "queues": sorted(queues)}
 
-        async def op(cur: psycopg.AsyncCursor, retrying: bool) -> None:
-            await cur.execute(self.q["notify"], params)
+        async def attempt(conn: psycopg.AsyncConnection, weak: bool, again: bool, sent: list[bool]) -> None:
+            # One statement, its own implicit transaction (the connection is in autocommit
+            # mode): one round trip, where BEGIN and COMMIT around it made three.
+            await conn.execute(self.q["notify"], params)
 
         try:
-            await self._run(op, write=False)
+            await self._retrying(attempt, idempotent=True)
         except (psycopg.Error, StoreError):
             pass
 
