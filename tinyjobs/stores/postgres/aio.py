@@ -31,7 +31,7 @@ from ...job import Job
 from ..aio import Later, LoopLocal
 from ..base import NewJob
 from ..deadlines import CONNECT, retry_window
-from . import steps
+from . import packed, steps
 from .config import Settings
 from .enqueue import (
     added_one,
@@ -61,6 +61,7 @@ class _BoundedAsync(psycopg.AsyncConnection):
     again on a fresh connection while that is safe, as after any dropped connection)."""
 
     round_trip: float = 15.0
+    packs: bool = False  # whether it sends packed arrays (packed.py)
 
     async def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
         try:
@@ -96,6 +97,7 @@ class _Pool:
             reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {reason}") from None
         conn.round_trip = self.settings.round_trip
+        conn.packs = packed.register(conn)
         self.all.add(conn)
         try:
             cur = await conn.execute("SHOW synchronous_commit")
@@ -222,9 +224,16 @@ class AsyncPostgresStore:
 
         return await self._retrying(attempt, idempotent)
 
-    async def _steps(self, make: Callable[[], steps.Steps[T]], *, write: bool, idempotent: bool) -> T:
+    async def _steps(
+        self,
+        make: Callable[[], steps.Steps[T]],
+        *,
+        write: bool,
+        idempotent: bool,
+        prepare: Callable[[Any, steps.Statement], Awaitable[steps.Statement]] | None = None,
+    ) -> T:
         async def op(cur: psycopg.AsyncCursor, retrying: bool) -> T:
-            return await adrive(cur, make())
+            return await adrive(cur, make(), prepare)
 
         return await self._run(op, write=write, idempotent=idempotent)
 
@@ -252,11 +261,20 @@ class AsyncPostgresStore:
             return enqueue_later_steps(self.q, jobs, now, None)
 
         def write() -> Awaitable[tuple[list[Later], set[str]]]:
-            return self._steps(make, write=True, idempotent=True)
+            return self._steps(make, write=True, idempotent=True, prepare=self._packing)
 
         later, queues = await _past_key_races(write)
         await self._notify(queues)
         return later
+
+    async def _packing(self, cur: Any, statement: steps.Statement) -> steps.Statement:
+        """The batch's `enqueue` with its arrays packed (packed.py), on a connection that
+        takes them, and sent in the next turn of the loop; every other statement as it is."""
+        sql, params = statement
+        if sql is self.q["enqueue"] and getattr(cur.connection, "packs", False):
+            params = packed.pack(params)
+            await asyncio.sleep(0)
+        return sql, params
 
     async def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
         """One job without parents: BEGIN, the insert, COMMIT and the wake-up of its queue's
