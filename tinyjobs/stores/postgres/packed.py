@@ -1,13 +1,15 @@
 """The arrays of a batch enqueue packed in PostgreSQL's binary array format by `struct`, for the
-async store: psycopg's generic list dumper makes a few Python calls per element, ~150 us for
-the 15 arrays of a batch of 50 jobs, all of it in the one turn of the event loop that sends
-the statement; packed here it is about a third of that (benchmarks/loop_lag.py, docs/asyncio.md).
+async store: psycopg's generic list dumper makes a few Python calls per element, 120-190 us for
+the 15 arrays of a batch of 50 jobs, all of it in the turn of the event loop that sends the
+statement; packed here it is about 50 us, and the async store does it in a turn of its own
+(aio.py `_packing`; docs/asyncio.md, "What keeps each turn of the loop short").
 
-Only what is certain to come out as psycopg would send it is packed: lists of str (no NUL) or
-None as text[], of int (not bool) in int4's range or None as int4[], of float or None as
-float8[], on a connection whose client encoding is UTF-8. Anything else is left as the list
-it was, for psycopg to dump (and to refuse with its own error), so the statement, its
-parameters' values and its errors stay the sync store's."""
+Only what the server is certain to read as the values psycopg would have sent is packed: lists
+of str (no NUL) or None as text[], of int (not bool) in int4's range or None as int4[], of float
+or None as float8[] (the types the `enqueue` statement casts them to), on a connection whose
+client encoding is UTF-8. Anything else is left as the list it was, for psycopg to dump (and to
+refuse with its own error), so the statement, its parameters' values and its errors stay the
+sync store's."""
 
 from __future__ import annotations
 
