@@ -3,6 +3,7 @@ server's clock, dropped connections, migrations racing, schemas, fork and wake-u
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import secrets
@@ -267,6 +268,30 @@ def test_wait_wakes_on_enqueue_from_another_connection(postgres_store, schema_ur
         assert postgres_store.wait(["default"], 10) is True
         assert time.monotonic() - started < 5
         timer.join()
+    finally:
+        other.close()
+
+
+def test_wait_wakes_on_an_async_batch_enqueue(postgres_store):
+    """The async store's batch path wakes the waiters of its queues after the commit (its
+    wake-up is one statement of its own), as the sync store's does."""
+    other = open_postgres(postgres_store.settings.url)
+    try:
+        assert postgres_store.wait(["batch"], 0.2) is False
+
+        async def later() -> None:
+            await asyncio.sleep(0.2)
+            astore = other.aio()
+            await astore.enqueue([NewJob(id=f"b{i}", task="t", queue="batch") for i in range(3)])
+            await astore.aclose()
+
+        thread = threading.Thread(target=asyncio.run, args=(later(),))
+        started = time.monotonic()
+        thread.start()
+        # A wait that misses the wake-up polls until its timeout (10 s): 5 s tells them apart.
+        assert postgres_store.wait(["batch"], 10) is True
+        assert time.monotonic() - started < 5
+        thread.join()
     finally:
         other.close()
 

@@ -36,6 +36,8 @@ THREADS = 4
 IN_FLIGHT = 4  # enqueue batches of one loop in flight at once
 BATCH = 100  # jobs in one batch at most: bounds the loop's work decoding one reply
 WAKE = 8  # callers resumed in one turn of the loop at most (see Grouped._send)
+DECODE = 16  # snapshots decoded in one turn of the loop at most (Grouped._send)
+Later = Callable[[], Job]  # a committed job's snapshot, decoded when called (see Grouped)
 
 
 @runtime_checkable
@@ -59,6 +61,19 @@ class AsyncStore(Protocol):
     async def aclose(self) -> None:
         """Release this event loop's connections; the async store is unusable afterwards."""
         ...
+
+
+@runtime_checkable
+class DecodesLater(Protocol):
+    """An async store whose batch enqueue can leave the decoding of its reply to the caller
+    (PostgreSQL, Redis): `enqueue_later` returns once the batch is committed, as `enqueue`
+    does, with one `Later` per job instead of the snapshot, so that Grouped decodes each
+    caller's snapshots as it resumes that caller, a few per turn of the loop, and not fifty
+    rows in one stretch that no timer can interrupt. Everything that can fail or that decides
+    the outcome (which rows, which jobs exist) is settled before it returns; what is left is
+    building Job objects from rows already read."""
+
+    async def enqueue_later(self, jobs: Sequence[NewJob], now: float | None = None) -> list[Later]: ...
 
 
 def async_store(store: Store) -> AsyncStore:
@@ -176,11 +191,13 @@ class Grouped:
     and the loop would run fifty clients' worth of callbacks. Here an enqueue joins the
     pending list of its loop; up to IN_FLIGHT flushers each send everything pending (up to
     BATCH jobs) as one `enqueue` (one script, one transaction, one fsync), then resolve each
-    caller with its
-    own jobs' snapshots, WAKE callers per turn of the loop (so that fifty callers building
-    their next jobs do not hold the loop for milliseconds in one stretch; what they add goes
-    out as one batch once all are resumed). A caller alone goes out at the next turn of the
-    loop, in a batch of its own, by the store's single-job path.
+    caller with its own jobs' snapshots, WAKE callers per turn of the loop (so that fifty
+    callers building their next jobs do not hold the loop for milliseconds in one stretch;
+    what they add goes out as one batch once all are resumed). A store that decodes later
+    (DecodesLater: PostgreSQL, Redis) hands back the batch's rows undecoded, and each caller's
+    snapshots are built as it is resumed, at most DECODE per turn, instead of a whole reply in
+    one turn. A caller alone goes out at the next turn of the loop, in a batch of its own, by
+    the store's single-job path.
 
     The guarantees are the store's: a caller's result comes after the batch committed
     (acknowledged = durable); a caller's own jobs are all-or-nothing (the batch is); ids and
@@ -200,6 +217,7 @@ class Grouped:
         self._batches = LoopLocal(_Pending, _no_close)
         self._in_flight: int = getattr(inner, "in_flight", IN_FLIGHT)
         self._batch: int = getattr(inner, "batch", BATCH)
+        self._later = inner.enqueue_later if isinstance(inner, DecodesLater) else None
 
     async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
         if conn is not None or not jobs:
@@ -226,7 +244,11 @@ class Grouped:
     async def _send(self, batch: list[_Item], pending: _Pending) -> None:
         now = batch[0][1]
         try:
-            out = await self.inner.enqueue([job for jobs, _, _ in batch for job in jobs], now)
+            every = [job for jobs, _, _ in batch for job in jobs]
+            if self._later is not None:
+                out = await self._later(every, now)
+            else:
+                out = [functools.partial(_same, job) for job in await self.inner.enqueue(every, now)]
         except Exception as err:
             if len(batch) == 1 or isinstance(err, StoreUnavailable):
                 for _, _, future in batch:
@@ -242,18 +264,33 @@ class Grouped:
             for _, _, future in batch:
                 future.cancel()
             raise
-        start = 0
+        start, resolved, decoded = 0, 0, 0
         pending.resuming += 1
         try:
-            for n, (jobs, _, future) in enumerate(batch):
-                if n and n % WAKE == 0:
-                    # The callers resolved so far resume in the next turn of the loop, each
-                    # building its next job (tens of microseconds apiece); resolving fifty at
-                    # once would make one stretch of milliseconds that no timer or I/O callback
-                    # can interrupt. A turn in between every WAKE callers lets them in.
-                    await asyncio.sleep(0)
-                _settle(future, out[start : start + len(jobs)])
+            for jobs, _, future in batch:
+                mine = out[start : start + len(jobs)]
                 start += len(jobs)
+                if future.done():  # its caller was cancelled meanwhile: nothing to decode
+                    continue
+                snapshots: list[Job] = []
+                try:
+                    for later in mine:
+                        if resolved >= WAKE or decoded >= DECODE:
+                            # The callers resolved so far resume in the next turn of the loop,
+                            # each building its next job (tens of microseconds apiece), and
+                            # the snapshots still to decode (~5 us a row) wait for the turn
+                            # after; all of it for fifty callers at once would make one
+                            # stretch of milliseconds that no timer or I/O callback can
+                            # interrupt. A turn in between lets them in.
+                            await asyncio.sleep(0)
+                            resolved = decoded = 0
+                        snapshots.append(later())
+                        decoded += 1
+                except Exception as err:  # a row that does not decode fails its caller alone
+                    _settle(future, error=err)
+                else:
+                    _settle(future, snapshots)
+                resolved += 1
             if len(batch) > WAKE:
                 await asyncio.sleep(0)  # the last group, too, adds its next jobs to one batch
         except BaseException:  # cancelled in between: no caller is left waiting for ever
@@ -298,6 +335,10 @@ class _Pending:
             taken += 1
         batch, self.items = self.items[:taken], self.items[taken:]
         return batch
+
+
+def _same(job: Job) -> Job:
+    return job
 
 
 async def _no_close(pending: _Pending) -> None:

@@ -16,6 +16,7 @@ connections of one loop; callers beyond it wait their turn without blocking the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -27,12 +28,21 @@ from psycopg import errors as pgerrors
 
 from ...errors import NotSupported, StoreError, StoreUnavailable
 from ...job import Job
-from ..aio import LoopLocal
+from ..aio import Later, LoopLocal
 from ..base import NewJob
 from ..deadlines import CONNECT, retry_window
-from . import steps
+from . import packed, steps
 from .config import Settings
-from .enqueue import added_one, caller_steps, enqueue_steps, existing_steps, held, holding, one_params
+from .enqueue import (
+    added_one,
+    caller_steps,
+    enqueue_later_steps,
+    enqueue_steps,
+    existing_steps,
+    held,
+    holding,
+    one_params,
+)
 from .steps import adrive
 
 T = TypeVar("T")
@@ -51,6 +61,7 @@ class _BoundedAsync(psycopg.AsyncConnection):
     again on a fresh connection while that is safe, as after any dropped connection)."""
 
     round_trip: float = 15.0
+    packs: bool = False  # whether it sends packed arrays (packed.py)
 
     async def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
         try:
@@ -86,6 +97,7 @@ class _Pool:
             reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise StoreUnavailable(f"PostgreSQL at {self.settings.masked} is unreachable: {reason}") from None
         conn.round_trip = self.settings.round_trip
+        conn.packs = packed.register(conn)
         self.all.add(conn)
         try:
             cur = await conn.execute("SHOW synchronous_commit")
@@ -212,9 +224,16 @@ class AsyncPostgresStore:
 
         return await self._retrying(attempt, idempotent)
 
-    async def _steps(self, make: Callable[[], steps.Steps[T]], *, write: bool, idempotent: bool) -> T:
+    async def _steps(
+        self,
+        make: Callable[[], steps.Steps[T]],
+        *,
+        write: bool,
+        idempotent: bool,
+        prepare: Callable[[Any, steps.Statement], Awaitable[steps.Statement]] | None = None,
+    ) -> T:
         async def op(cur: psycopg.AsyncCursor, retrying: bool) -> T:
-            return await adrive(cur, make())
+            return await adrive(cur, make(), prepare)
 
         return await self._run(op, write=write, idempotent=idempotent)
 
@@ -227,13 +246,35 @@ class AsyncPostgresStore:
             return []
         if conn is not None:
             return await self._enqueue_on(conn, jobs, now)
+        return [make() for make in await self.enqueue_later(jobs, now)]
+
+    async def enqueue_later(self, jobs: Sequence[NewJob], now: float | None = None) -> list[Later]:
+        """`enqueue` (ours, not the caller's transaction) returning once the batch committed,
+        with each job's snapshot left to decode (stores/aio.py DecodesLater): Grouped decodes
+        them a few per turn of the loop as it resumes their callers."""
+        if not jobs:
+            return []
         if len(jobs) == 1 and not jobs[0].after:
-            return [await _past_key_races(lambda: self._enqueue_one(jobs[0], now))]
-        added = await _past_key_races(
-            lambda: self._steps(lambda: enqueue_steps(self.q, jobs, now, None), write=True, idempotent=True)
-        )
-        await self._notify({job.queue for job in added if job.created})
-        return added
+            return [functools.partial(_same, await _past_key_races(lambda: self._enqueue_one(jobs[0], now)))]
+
+        def make() -> steps.Steps[tuple[list[Later], set[str]]]:
+            return enqueue_later_steps(self.q, jobs, now, None)
+
+        def write() -> Awaitable[tuple[list[Later], set[str]]]:
+            return self._steps(make, write=True, idempotent=True, prepare=self._packing)
+
+        later, queues = await _past_key_races(write)
+        await self._notify(queues)
+        return later
+
+    async def _packing(self, cur: Any, statement: steps.Statement) -> steps.Statement:
+        """The batch's `enqueue` with its arrays packed (packed.py), on a connection that
+        takes them, and sent in the next turn of the loop; every other statement as it is."""
+        sql, params = statement
+        if sql is self.q["enqueue"] and getattr(cur.connection, "packs", False):
+            params = packed.pack(params)
+            await asyncio.sleep(0)
+        return sql, params
 
     async def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
         """One job without parents: BEGIN, the insert, COMMIT and the wake-up of its queue's
@@ -293,11 +334,13 @@ class AsyncPostgresStore:
             return
         params = {"channel": self._channel, "queues": sorted(queues)}
 
-        async def op(cur: psycopg.AsyncCursor, retrying: bool) -> None:
-            await cur.execute(self.q["notify"], params)
+        async def attempt(conn: psycopg.AsyncConnection, weak: bool, again: bool, sent: list[bool]) -> None:
+            # One statement, its own implicit transaction (the connection is in autocommit
+            # mode): one round trip, where BEGIN and COMMIT around it made three.
+            await conn.execute(self.q["notify"], params)
 
         try:
-            await self._run(op, write=False)
+            await self._retrying(attempt, idempotent=True)
         except (psycopg.Error, StoreError):
             pass
 
@@ -355,6 +398,10 @@ async def _shield(closing: Awaitable[None]) -> None:
         await closing
     except Exception:
         pass
+
+
+def _same(job: Job) -> Job:
+    return job
 
 
 async def _past_key_races(write: Callable[[], Awaitable[T]]) -> T:

@@ -8,15 +8,17 @@ the same statements and read the same rows."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import StoreError
 from ...job import BLOCKED, CANCELLED, FAILED, Job
+from ..aio import Later
 from ..base import NewJob
 from ..rules import STORED_LIVE, initial_state, unknown_parent
-from .rows import AFTER_IDS, ID, KEY, STATE, tail, to_job
+from .rows import AFTER_IDS, ID, KEY, QUEUE, STATE, tail, to_job
 from .steps import Steps, drive
 
 # The columns `enqueue` and `enqueue_one` return after COLUMNS, and those of `enqueue_existing`.
@@ -121,6 +123,18 @@ def enqueue_steps(
     With `channel`, the transaction also notifies it (sent at commit). Our own transactions
     pass None and notify after commit instead: a notifying transaction holds a global lock
     through its commit's flush, which would serialise every enqueue of the database."""
+    later, _queues = yield from enqueue_later_steps(q, jobs, now, channel)
+    return [make() for make in later]
+
+
+def enqueue_later_steps(
+    q: dict[str, str], jobs: Sequence[NewJob], now: float | None, channel: str | None
+) -> Steps[tuple[list[Later], set[str]]]:
+    """`enqueue_steps` with the snapshots left to decode: one `Later` per job (a call that
+    builds its Job from the row already read), and the queues of the jobs added. Every row is
+    read and every job found before this returns, so what is left cannot change the outcome;
+    the async store leaves it for after the commit, a few rows per turn of the event loop
+    (stores/aio.py Grouped)."""
     primary, alias = _batch(jobs)
     todo = [jobs[i] for i in primary]
     initial = yield from _initial_states(q, todo)
@@ -135,21 +149,27 @@ def enqueue_steps(
         yield q["enqueue_deps"], {"parents": parents, "children": children}
     missing = [job for job in todo if job.id not in written]
     found = (yield from existing_steps(q, missing, now)) if missing else {}
-    out: list[Job | None] = [None] * len(jobs)
+    out: list[Later | None] = [None] * len(jobs)
     for i, job in enumerate(jobs):
         if i in alias:
             first = out[alias[i]]
             assert first is not None
-            out[i] = dataclasses.replace(first, created=False)
+            out[i] = functools.partial(_repeated, first)
         elif job.id in written:
             row = written[job.id]
-            out[i] = to_job(row, row[WRITTEN["now"]], created=True)
+            out[i] = functools.partial(to_job, row, row[WRITTEN["now"]], True)
         else:
             row = found.get(("id", job.id)) or found.get(("key", job.key or ""))
             if row is None:
                 raise StoreError(f"job {job.id!r} was neither added nor found; try again")
-            out[i] = to_job(row, row[FOUND["now"]], created=False)
-    return [job for job in out if job is not None]
+            out[i] = functools.partial(to_job, row, row[FOUND["now"]], False)
+    return [make for make in out if make is not None], {row[QUEUE] for row in written.values()}
+
+
+def _repeated(first: Later) -> Job:
+    """The snapshot of a repeat in the batch of an earlier item's id or key: that item's job,
+    not created by this one."""
+    return dataclasses.replace(first(), created=False)
 
 
 def caller_steps(

@@ -8,7 +8,7 @@ SQL in the same order and decode the same rows, with no copy of the logic."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from ...job import CANCELLED, Job
@@ -33,11 +33,17 @@ def drive(cur: Any, steps: Steps[T]) -> T:
         return stop.value
 
 
-async def adrive(cur: Any, steps: Steps[T]) -> T:
-    """Run `steps` on an async cursor, inside whatever transaction the cursor is in."""
+async def adrive(
+    cur: Any, steps: Steps[T], prepare: Callable[[Any, Statement], Awaitable[Statement]] | None = None
+) -> T:
+    """Run `steps` on an async cursor, inside whatever transaction the cursor is in; each
+    statement through `await prepare(cur, statement)` first when given (the async store packs
+    the arrays of a batch there: packed.py)."""
     try:
         statement = next(steps)
         while True:
+            if prepare is not None:
+                statement = await prepare(cur, statement)
             await cur.execute(*statement)
             statement = steps.send(await cur.fetchall() if cur.description else [])
     except StopIteration as stop:

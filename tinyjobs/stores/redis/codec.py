@@ -5,8 +5,9 @@ floats read back are exactly the doubles the scripts computed."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -146,17 +147,28 @@ def enqueue_args(jobs: Sequence[NewJob], now: float | None, conn: Any) -> list[s
 def enqueue_reply(jobs: Sequence[NewJob], reply: Any) -> list[Job]:
     """The snapshots from the enqueue script's reply, in order; JobNotFound for a missing
     parent (the script then wrote nothing)."""
+    return [make() for make in enqueue_later(jobs, reply)]
+
+
+def enqueue_later(jobs: Sequence[NewJob], reply: Any) -> list[Callable[[], Job]]:
+    """`enqueue_reply` with each snapshot left to build: one call per job, in order (the async
+    store's callers decode theirs a few per turn of the event loop: stores/aio.py Grouped).
+    The reply is parsed and checked here, so what is left cannot fail on a missing parent."""
     if isinstance(reply, list):
         raise unknown_parent(reply[2], reply[1])
     reply = json.loads(reply)
     at = float(reply[0])
-    out = []
+    out: list[Callable[[], Job]] = []
     for job, one in zip(jobs, reply[1], strict=True):
         if one[0] == "1":
-            out.append(from_new(job, one, at))
+            out.append(functools.partial(from_new, job, one, at))
         else:
-            out.append(from_hash(one[1], pairs(one[2]), at, created=False))
+            out.append(functools.partial(_existing, one, at))
     return out
+
+
+def _existing(one: list[Any], at: float) -> Job:
+    return from_hash(one[1], pairs(one[2]), at, created=False)
 
 
 def get_args(job_id: str, now: float | None, executions: bool) -> list[str]:
