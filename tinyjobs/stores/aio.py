@@ -5,10 +5,10 @@ PostgreSQL and Redis have async clients, so their stores give an async twin that
 server on the event loop (`store.aio()`: postgres/aio.py on psycopg's AsyncConnection,
 redis/aio.py on redis.asyncio), sending the same statements and scripts as the sync store.
 
-SQLite and memory have none: sqlite3 is a blocking C library (aiosqlite itself is a thread per
-connection), and the memory store is a lock shared with worker threads. `ThreadedStore` runs
-their sync calls in a bounded pool of threads, so that the loop never waits on a write (an
-fsync under `synchronous=FULL` takes milliseconds) nor on the memory store's lock. The bound
+SQLite has none: sqlite3 is a blocking C library (aiosqlite itself is a thread per
+connection). `ThreadedStore` runs its sync calls in a bounded pool of threads, so that the loop
+never waits on a write (an fsync under `synchronous=FULL` takes milliseconds). The memory store
+waits on no I/O: `InlineStore` runs its calls on the loop itself (`MemoryStore.aio()`). The bound
 (4 threads) is small on purpose: SQLite takes one writer at a time, so more threads would
 only queue on its lock, each holding a connection and a file descriptor. The calls keep the
 sync store's semantics exactly, since they are the sync store's calls.
@@ -83,8 +83,42 @@ def async_store(store: Store) -> AsyncStore:
     return Grouped(make() if make is not None else ThreadedStore(store))
 
 
+class InlineStore:
+    """A sync store whose calls never wait on I/O (the memory store), run on the loop itself:
+    a thread hop would cost more than the call (the memory store's enqueue is ~10 us a job,
+    a hand-off to a pool thread and back several times that, and the pool thread would hold
+    the GIL against the loop meanwhile). The store's lock is held by other threads for
+    microseconds only, so the loop waits no longer than that. Grouped all the same: one call
+    for a batch of callers costs the store less per job than one call each, and the caller
+    waits for its batch like any other (measured, 1,000 aenqueue from 50 tasks: 58-61k jobs/s
+    against 21-42k/s through the thread pool, p99 lag of the 1 ms ticker 1.1-1.8 ms pooled).
+    Batches of up to 100 jobs: ~8 us a job, under a millisecond of the loop's time."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.url = store.url
+        self.capabilities = store.capabilities
+        self.in_flight = 1
+        self.batch = 100
+
+    async def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
+        return self.store.enqueue(jobs, now, conn=conn)
+
+    async def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
+        return self.store.get(job_id, now, executions=executions)
+
+    async def cancel(self, job_id: str, now: float | None = None) -> bool:
+        return self.store.cancel(job_id, now)
+
+    async def retry(self, job_id: str, now: float | None = None) -> bool:
+        return self.store.retry(job_id, now)
+
+    async def aclose(self) -> None:
+        """Nothing of its own to close (the sync store belongs to the App)."""
+
+
 class ThreadedStore:
-    """A sync store's front door in a bounded pool of threads (SQLite, memory: see above)."""
+    """A sync store's front door in a bounded pool of threads (SQLite: see above)."""
 
     def __init__(self, store: Store, threads: int = THREADS) -> None:
         self.store = store

@@ -499,6 +499,13 @@ class MemoryStore(MemoryViews):
             start = self._version
             return self._changed.wait_for(lambda: self._version != start or self._closed, max(0.0, timeout))
 
+    def aio(self) -> Any:
+        """The async twin of the front door: the same calls, on the event loop itself (nothing
+        here waits on I/O; stores/aio.py, InlineStore)."""
+        from ..aio import InlineStore
+
+        return InlineStore(self)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
