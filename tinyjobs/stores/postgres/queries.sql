@@ -270,12 +270,16 @@ ORDER BY upd.priority DESC, upd.due, upd.seq
 
 -- name: holder_host
 -- Fragment: the host of the execution, from the job's `holder` (j's or upd's, named `holder`
--- in scope): Holder.hostname, the text before its first '/' (holder.py: "host|pid|start").
-split_part(regexp_replace(holder, '[|][^|]*[|][^|]*$', ''), '/', 1)
+-- in scope): Holder.hostname, the host part of "host|pid|start" (holder.py) up to its first
+-- '/'. A '/' can only be in the host part (pid and start are numbers), so the usual holder
+-- ("name/boot id|...") needs no regular expression (one cost the settle ~1.5 us per job).
+CASE WHEN strpos(holder, '/') > 0 THEN split_part(holder, '/', 1)
+     ELSE regexp_replace(holder, '[|][^|]*[|][^|]*$', '') END
 
 -- name: holder_pid
--- Fragment: the pid of the execution, from the job's `holder` (Holder.pid).
-split_part(substring(holder FROM '[|][^|]*[|][^|]*$'), '|', 2)::int
+-- Fragment: the pid of the execution, from the job's `holder` (Holder.pid): its next-to-last
+-- '|' field (reverse: split_part counts from the end only from PostgreSQL 14 on).
+reverse(split_part(reverse(holder), '|', 2))::int
 
 -- name: limit_lock
 SELECT pg_advisory_xact_lock(hashtextextended(%(schema)s || '/' || q, 0))
