@@ -262,8 +262,8 @@ ORDER BY upd.priority DESC, upd.due, upd.seq
 -- name: starts
 -- Fragment: the attempts of every job with their queue, group and start (limit_counts): the
 -- executions on record, and the running attempts from the jobs' rows (m006: they have no
--- execution row yet). An attempt claimed before m006 and still running has both, and counts
--- twice: only during a rolling upgrade, and in the safe direction (fewer starts let through).
+-- execution row yet). An attempt that a worker of an older version claimed after m006 (a
+-- rolling upgrade) has both, and counts twice: the safe direction (fewer starts let through).
 (SELECT queue, grp, started_at FROM {executions}
  UNION ALL
  SELECT queue, grp, started_at FROM {jobs} WHERE state = 'running') AS starts
@@ -432,8 +432,8 @@ upd AS (
     WHERE j.id = cur.id
     RETURNING j.id, j.state, j.queue, j.grp, j.attempts, j.started_at, j.holder
 ),
--- The attempt's execution, written once as it ends (m006); or, for an attempt claimed by a
--- tinyjobs before m006 (an open execution row, a rolling upgrade), that row ended.
+-- The attempt's execution, written once as it ends (m006); or, for an attempt claimed by an
+-- older version of tinyjobs (an open execution row, a rolling upgrade), that row ended.
 closed AS (
     UPDATE {executions} e SET ended_at = t.now, outcome = %(outcome)s
     FROM upd, t
@@ -550,7 +550,7 @@ WHERE j.id = %(id)s
 
 -- name: executions
 -- The ended attempts' executions, oldest first, then the running attempt from the job's row
--- (m006), unless it has an open execution row of its own (claimed before m006).
+-- (m006), unless it has an open execution row of its own (an older version's claim).
 SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM (
     SELECT id, attempt, host, pid, started_at, ended_at, outcome, error
     FROM {executions} WHERE job_id = %(id)s
