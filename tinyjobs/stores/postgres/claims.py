@@ -146,9 +146,7 @@ def start(
             "free": [name for name in queues if name not in lim],
             "ids": ids,
             "limit": limit,
-            "holder": holder.id,
-            "host": holder.hostname,
-            "pid": holder.pid,
+            "holder": holder.id,  # the execution's host and pid are read from it (m006)
         },
     )
     return lambda: [_claimed(row) for row in cur.fetchall()]

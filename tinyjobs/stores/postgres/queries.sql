@@ -251,15 +251,35 @@ upd AS (
     FROM cand, pol, t
     WHERE j.id = cand.id AND pol.queue = j.queue
     RETURNING {jcols}, j.token, j.lease_seconds
-),
-ex AS (
-    INSERT INTO {executions} (job_id, queue, grp, attempt, host, pid, started_at)
-    SELECT id, queue, grp, attempts, %(host)s, %(pid)s, started_at FROM upd
 )
+-- No execution row: the running attempt is the job's row (holder, started_at, attempts) until
+-- it ends, when settle or end_leases write its execution once (m006).
 SELECT upd.*, t.now,
     (SELECT json_object_agg(s.name, s.value) FROM {steps} s WHERE s.job_id = upd.id)::text AS steps
 FROM upd, t
 ORDER BY upd.priority DESC, upd.due, upd.seq
+
+-- name: starts
+-- Fragment: the attempts of every job with their queue, group and start (limit_counts): the
+-- executions on record, and the running attempts from the jobs' rows (m006: they have no
+-- execution row yet). An attempt that a worker of an older version claimed after m006 (a
+-- rolling upgrade) has both, and counts twice: the safe direction (fewer starts let through).
+(SELECT queue, grp, started_at FROM {executions}
+ UNION ALL
+ SELECT queue, grp, started_at FROM {jobs} WHERE state = 'running') AS starts
+
+-- name: holder_host
+-- Fragment: the host of the execution, from the job's `holder` (j's or upd's, named `holder`
+-- in scope): Holder.hostname, the host part of "host|pid|start" (holder.py) up to its first
+-- '/'. A '/' can only be in the host part (pid and start are numbers), so the usual holder
+-- ("name/boot id|...") needs no regular expression (one cost the settle ~1.5 us per job).
+CASE WHEN strpos(holder, '/') > 0 THEN split_part(holder, '/', 1)
+     ELSE regexp_replace(holder, '[|][^|]*[|][^|]*$', '') END
+
+-- name: holder_pid
+-- Fragment: the pid of the execution, from the job's `holder` (Holder.pid): its next-to-last
+-- '|' field (reverse: split_part counts from the end only from PostgreSQL 14 on).
+reverse(split_part(reverse(holder), '|', 2))::int
 
 -- name: limit_lock
 SELECT pg_advisory_xact_lock(hashtextextended(%(schema)s || '/' || q, 0))
@@ -267,14 +287,15 @@ FROM unnest(%(queues)b::text[]) AS q ORDER BY q
 
 -- name: limit_counts
 -- Live leases and recent starts of one limited queue, per group: ('run'|'rate'|'grate', grp, n).
+-- Starts: the ended attempts' executions and the running attempts' jobs (fragment `starts`).
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT 'run', grp, count(*) FROM {jobs}
 WHERE state = 'running' AND queue = %(queue)s GROUP BY grp
 UNION ALL
-SELECT 'rate', NULL, count(*) FROM {executions}, t
+SELECT 'rate', NULL, count(*) FROM {starts}, t
 WHERE queue = %(queue)s AND started_at > t.now - %(period)s AND started_at <= t.now
 UNION ALL
-SELECT 'grate', grp, count(*) FROM {executions}, t
+SELECT 'grate', grp, count(*) FROM {starts}, t
 WHERE queue = %(queue)s AND grp IS NOT NULL
   AND started_at > t.now - %(gperiod)s AND started_at <= t.now
 GROUP BY grp
@@ -323,19 +344,27 @@ upd AS (
             CASE WHEN x.state = 'done' THEN t.now + j.dedupe
                  WHEN x.state <> 'pending' THEN t.now + j.keep END
         FROM (SELECT {settled_state} AS state) x),
-        token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
-        holder = NULL
+        token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL
     FROM one, t
     WHERE j.id = one.job_id AND j.token = one.token AND j.state = 'running'
-    RETURNING j.id, j.state, j.queue, one.ord, one.outcome, one.error, one.execution
+    -- attempt: the ended attempt's number, attempts as the claim left it (the SET above gave a
+    -- snoozed or handed back job its attempt back). holder stays on the row (m006).
+    RETURNING j.id, j.state, j.queue, one.ord, one.outcome, one.error, one.execution, j.grp,
+        j.started_at, j.holder,
+        j.attempts + CASE WHEN one.outcome IN ('snooze', 'handback') AND j.state = 'pending'
+                          THEN 1 ELSE 0 END AS attempt
 ),
+-- The attempt's execution, written once as it ends (m006).
 ended AS (
-    UPDATE {executions} e SET ended_at = t.now, error = upd.error,
-        outcome = COALESCE(upd.execution,  -- rules.execution_outcome
+    INSERT INTO {executions} AS e (job_id, queue, grp, attempt, host, pid, started_at, ended_at,
+        outcome, error)
+    SELECT upd.id, upd.queue, upd.grp, upd.attempt, {holder_host}, {holder_pid},
+        upd.started_at, t.now,
+        COALESCE(upd.execution,  -- rules.execution_outcome
             CASE WHEN upd.state = 'cancelled' THEN {outcome_cancelled}
-                 ELSE CASE upd.outcome {execution_outcomes} END END)
+                 ELSE CASE upd.outcome {execution_outcomes} END END),
+        upd.error
     FROM upd, t
-    WHERE e.job_id = upd.id AND e.ended_at IS NULL
     RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
 ),
 {tally}
@@ -398,18 +427,31 @@ upd AS (
                            THEN t.now END,
         expires_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts
                           THEN t.now + j.keep END,
-        token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL,
-        holder = NULL
+        token = NULL, last_token = j.token, lease_expires = NULL, lease_seconds = NULL
     FROM cur, t
     WHERE j.id = cur.id
-    RETURNING j.id, j.state, j.queue
+    RETURNING j.id, j.state, j.queue, j.grp, j.attempts, j.started_at, j.holder
 ),
-ended AS (
+-- The attempt's execution, written once as it ends (m006); or, for an attempt claimed by an
+-- older version of tinyjobs (an open execution row, a rolling upgrade), that row ended.
+closed AS (
     UPDATE {executions} e SET ended_at = t.now, outcome = %(outcome)s
     FROM upd, t
     WHERE e.job_id = upd.id AND e.ended_at IS NULL
-    RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
+    RETURNING e.job_id, e.queue, e.outcome, e.ended_at,
+        greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
 ),
+opened AS (
+    INSERT INTO {executions} AS e (job_id, queue, grp, attempt, host, pid, started_at, ended_at,
+        outcome)
+    SELECT upd.id, upd.queue, upd.grp, upd.attempts, {holder_host}, {holder_pid},
+        upd.started_at, t.now, %(outcome)s
+    FROM upd, t
+    WHERE upd.id NOT IN (SELECT job_id FROM closed)
+    RETURNING e.job_id, e.queue, e.outcome, e.ended_at,
+        greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
+),
+ended AS (SELECT * FROM closed UNION ALL SELECT * FROM opened),
 {tally}
 SELECT upd.id, upd.state, upd.queue,
     EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
@@ -507,8 +549,17 @@ FROM {jobs} j, t
 WHERE j.id = %(id)s
 
 -- name: executions
-SELECT attempt, host, pid, started_at, ended_at, outcome, error
-FROM {executions} WHERE job_id = %(id)s ORDER BY id
+-- The ended attempts' executions, oldest first, then the running attempt from the job's row
+-- (m006), unless it has an open execution row of its own (an older version's claim).
+SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM (
+    SELECT id, attempt, host, pid, started_at, ended_at, outcome, error
+    FROM {executions} WHERE job_id = %(id)s
+    UNION ALL
+    SELECT NULL, j.attempts, {holder_host}, {holder_pid}, j.started_at, NULL, NULL, NULL
+    FROM {jobs} j
+    WHERE j.id = %(id)s AND j.state = 'running' AND NOT EXISTS (
+        SELECT 1 FROM {executions} e WHERE e.job_id = j.id AND e.ended_at IS NULL)
+) x ORDER BY id NULLS LAST
 
 -- name: jobs
 -- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state
