@@ -135,7 +135,7 @@ SELECT * FROM jobs WHERE state = 'running' AND lease_expires <= ? ORDER BY lease
 SELECT * FROM jobs WHERE state = 'running' AND holder IN (SELECT value FROM json_each(?))
 
 -- name: holders
--- Holder ids are "<host>|<pid>|<started>": the range walks jobs_holder for one host.
+-- Holder ids are "<host>|<pid>|<started>"; walks jobs_running (the running jobs).
 SELECT DISTINCT holder FROM jobs
 WHERE state = 'running' AND holder >= :host || '|' AND holder < :host || '}'
 ORDER BY holder
@@ -290,7 +290,7 @@ WHERE n > 0 AND state IN ('blocked', 'done', 'failed', 'cancelled')
 
 -- name: past_lease
 -- Running jobs whose lease expired and that no reaper has returned yet (reap takes <= now).
-SELECT queue, count(*) FROM jobs INDEXED BY jobs_lease
+SELECT queue, count(*) FROM jobs INDEXED BY jobs_running
 WHERE state = 'running' AND lease_expires <= :now GROUP BY queue
 
 -- name: running_counts

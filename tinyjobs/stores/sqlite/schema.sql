@@ -286,3 +286,15 @@ CREATE TRIGGER job_counts_gone AFTER DELETE ON jobs
 WHEN old.state = 'blocked' OR old.state = 'done' OR old.state = 'failed' OR old.state = 'cancelled' BEGIN
     UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
 END;
+
+-- Running jobs: one index instead of four (jobs_running, jobs_lease, jobs_token, jobs_holder).
+-- A claim wrote an entry in each and its settlement took them out again: four b-trees, four
+-- pages in every commit of the worker's cycle. A token is set exactly while its job runs, so
+-- renew and save_step still find their job by it (the key's first column); the scans by queue,
+-- group, holder and lease (limits, reaping, a dead worker's leases, the dashboard's counts) walk
+-- this index whole, all in it: what they cost is what runs, never the finished jobs.
+DROP INDEX jobs_running;
+DROP INDEX jobs_lease;
+DROP INDEX jobs_token;
+DROP INDEX jobs_holder;
+CREATE INDEX jobs_running ON jobs (token, queue, grp, holder, lease_expires) WHERE state = 'running';
