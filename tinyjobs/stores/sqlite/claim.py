@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
-from .rows import Q, as_json, to_job
+from .rows import Q, as_json, claimed_job
 from .views import paused_queues
 
 
@@ -36,35 +36,22 @@ def claim_jobs(
     by_queue: dict[str, list[int]] = {}
     for _, _, seq, name in picks:
         by_queue.setdefault(name, []).append(seq)
-    rows: list[sqlite3.Row] = []
+    rows: list[tuple] = []
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, read by position (rows.claimed_job)
     for name, seqs in by_queue.items():
         lease = queues[name].lease
         params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
-        rows.extend(conn.execute(Q["claim"], params).fetchall())
-    conn.executemany(
-        Q["claim_execution"],
-        [
-            (
-                row["seq"],
-                row["attempts"],
-                holder.hostname,
-                holder.pid,
-                now,
-                row["queue"],
-                row["grp"],
-            )
-            for row in rows
-        ],
+        rows.extend(cur.execute(Q["claim"], params).fetchall())
+    seqs_text = as_json(row[0] for row in rows)
+    conn.execute(
+        Q["claim_execution"], {"seqs": seqs_text, "host": holder.hostname, "pid": holder.pid, "now": now}
     )
     steps: dict[int, dict[str, str]] = {}
-    seqs_text = as_json(row["seq"] for row in rows)
     for seq, step, value in conn.execute(Q["claim_steps"], (seqs_text,)):
         steps.setdefault(seq, {})[step] = value
-    rows.sort(key=lambda row: (-row["priority"], row["due"], row["seq"]))
-    return [
-        Claimed(to_job(row, now), row["token"], float(row["lease_seconds"]), steps.get(row["seq"], {}))
-        for row in rows
-    ]
+    rows.sort(key=lambda row: (-row[5], row[6], row[0]))  # claim order: priority, due, seq
+    return [Claimed(claimed_job(row), row[18], float(row[19]), steps.get(row[0], {})) for row in rows]
 
 
 def _queue_room(conn: sqlite3.Connection, policy: QueuePolicy, limit: int, now: float) -> int:

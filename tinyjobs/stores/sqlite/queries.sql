@@ -47,6 +47,7 @@ ORDER BY priority DESC, due, seq
 LIMIT :limit
 
 -- name: claim
+-- The columns in the order rows.claimed_job reads them (by position: a name is a lookup).
 UPDATE jobs SET
     state = 'running',
     attempts = attempts + 1,
@@ -56,11 +57,17 @@ UPDATE jobs SET
     lease_expires = :now + :lease,
     holder = :holder
 WHERE seq IN (SELECT value FROM json_each(:seqs)) AND state = 'pending'
-RETURNING *
+RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, created_at,
+          started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
+          lease_seconds
 
 -- name: claim_execution
+-- One statement for the batch (an executemany binds and steps once per row); the json_each
+-- rows drive (CROSS JOIN keeps that order), each job found by its seq. A join, not
+-- `seq IN (SELECT ...)`, which would build an ephemeral index of the list first.
 INSERT INTO executions (job_seq, attempt, host, pid, started_at, queue, grp)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+SELECT seq, attempts, :host, :pid, :now, queue, grp
+FROM json_each(:seqs) AS claimed CROSS JOIN jobs ON jobs.seq = claimed.value
 
 -- name: claim_steps
 SELECT job_seq, name, value FROM steps WHERE job_seq IN (SELECT value FROM json_each(?))
