@@ -256,7 +256,8 @@ END;
 -- firing (a constant list of more than two values; OP_Once is per trigger frame): two such
 -- firings per claimed and per settled job, the largest single cost of the claim and the
 -- settlement (callgrind: a quarter of the instructions of a drain). The same tests written
--- as comparisons build nothing. Same conditions, same counts.
+-- as comparisons build nothing. Same conditions, same counts; the triggers that run at every
+-- settlement add with one upsert instead of INSERT OR IGNORE then UPDATE (one seek, not two).
 DROP TRIGGER job_counts_born;
 DROP TRIGGER job_counts_reached;
 DROP TRIGGER job_counts_left;
@@ -274,8 +275,8 @@ END;
 CREATE TRIGGER job_counts_reached AFTER UPDATE OF state ON jobs
 WHEN (new.state = 'blocked' OR new.state = 'done' OR new.state = 'failed' OR new.state = 'cancelled')
      AND new.state != old.state BEGIN
-    INSERT OR IGNORE INTO job_counts (queue, state, n) VALUES (new.queue, new.state, 0);
-    UPDATE job_counts SET n = n + 1 WHERE queue = new.queue AND state = new.state;
+    INSERT INTO job_counts (queue, state, n) VALUES (new.queue, new.state, 1)
+    ON CONFLICT (queue, state) DO UPDATE SET n = n + 1;
 END;
 CREATE TRIGGER job_counts_left AFTER UPDATE OF state ON jobs
 WHEN (old.state = 'blocked' OR old.state = 'done' OR old.state = 'failed' OR old.state = 'cancelled')
@@ -298,3 +299,15 @@ DROP INDEX jobs_lease;
 DROP INDEX jobs_token;
 DROP INDEX jobs_holder;
 CREATE INDEX jobs_running ON jobs (token, queue, grp, holder, lease_expires) WHERE state = 'running';
+
+-- Ended executions: the same rollups, each kept by one upsert (exec_stats_insert, for an
+-- execution inserted already ended, stays as it is: its WHEN is false on tinyjobs' inserts).
+DROP TRIGGER exec_stats_end;
+CREATE TRIGGER exec_stats_end AFTER UPDATE OF ended_at ON executions
+WHEN old.ended_at IS NULL AND new.ended_at IS NOT NULL BEGIN
+    INSERT INTO exec_stats (queue, outcome, upto, n, seconds)
+    VALUES (new.queue, new.outcome, new.upto, 1, new.seconds)
+    ON CONFLICT (queue, outcome, upto) DO UPDATE SET n = n + 1, seconds = seconds + excluded.seconds;
+    INSERT INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 1)
+    ON CONFLICT (minute, outcome) DO UPDATE SET n = n + 1;
+END;
