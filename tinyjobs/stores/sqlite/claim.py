@@ -11,6 +11,9 @@ from tinyjobs.stores.base import Claimed, QueuePolicy
 from .rows import Q, as_json, claimed_job
 from .views import paused_queues
 
+# The claim statement's rows (by position: queries.sql, `claim`) and the steps of those jobs.
+Taken = tuple[list[tuple], dict[int, dict[str, str]]]
+
 
 def claim_jobs(
     conn: sqlite3.Connection,
@@ -18,9 +21,11 @@ def claim_jobs(
     holder: Holder,
     limit: int,
     now: float,
-) -> list[Claimed]:
+) -> Taken:
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
-    `queues`, each queue within its limits, and lease them."""
+    `queues`, each queue within its limits, and lease them. The snapshots are built by
+    `claimed` once the transaction has committed: decoding payloads need not hold the
+    file's write lock, which every other worker is waiting for."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
     paused = paused_queues(conn)  # LIM-04: read in this transaction, serialised with pause()
     for policy in queues.values():
@@ -32,7 +37,7 @@ def claim_jobs(
     picks.sort()
     picks = picks[:limit]
     if not picks:
-        return []
+        return [], {}
     by_queue: dict[str, list[int]] = {}
     for _, _, seq, name in picks:
         by_queue.setdefault(name, []).append(seq)
@@ -50,7 +55,13 @@ def claim_jobs(
     steps: dict[int, dict[str, str]] = {}
     for seq, step, value in conn.execute(Q["claim_steps"], (seqs_text,)):
         steps.setdefault(seq, {})[step] = value
-    rows.sort(key=lambda row: (-row[5], row[6], row[0]))  # claim order: priority, due, seq
+    return rows, steps
+
+
+def claimed(taken: Taken) -> list[Claimed]:
+    """The snapshots of what claim_jobs took, in claim order (priority, due, seq)."""
+    rows, steps = taken
+    rows.sort(key=lambda row: (-row[5], row[6], row[0]))
     return [Claimed(claimed_job(row), row[18], float(row[19]), steps.get(row[0], {})) for row in rows]
 
 
