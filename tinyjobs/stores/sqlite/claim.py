@@ -98,14 +98,12 @@ def _pick(
     while len(picks) < room:
         # Ask for a few more than needed, since jobs of groups that fill up are skipped.
         page = (room - len(picks)) * (2 if grouped else 1) + (8 if grouped else 0)
-        params = {
-            "queue": policy.name,
-            "now": now,
-            "full": as_json(full),
-            "taken": as_json(taken),
-            "limit": page,
-        }
-        rows = conn.execute(Q["claim_candidates"], params).fetchall()
+        params = {"queue": policy.name, "now": now, "limit": page}
+        if full or taken:
+            params["full"], params["taken"] = as_json(full), as_json(taken)
+            rows = conn.execute(Q["claim_candidates"], params).fetchall()
+        else:
+            rows = conn.execute(Q["claim_candidates_first"], params).fetchall()
         for seq, queue, group, priority, due in rows:
             if group is not None and group in full:
                 continue

@@ -46,6 +46,14 @@ WHERE state = 'pending' AND queue = :queue AND due <= :now
 ORDER BY priority DESC, due, seq
 LIMIT :limit
 
+-- name: claim_candidates_first
+-- claim_candidates when nothing is left out yet (no full group, nothing taken: a queue's first
+-- page, nearly always its only one): each NOT IN list would be an ephemeral table to build.
+SELECT seq, queue, grp, priority, due FROM jobs
+WHERE state = 'pending' AND queue = :queue AND due <= :now
+ORDER BY priority DESC, due, seq
+LIMIT :limit
+
 -- name: claim
 -- The columns in the order rows.claimed_job reads them (by position: a name is a lookup).
 UPDATE jobs SET
@@ -70,7 +78,9 @@ SELECT seq, attempts, :host, :pid, :now, queue, grp
 FROM json_each(:seqs) AS claimed CROSS JOIN jobs ON jobs.seq = claimed.value
 
 -- name: claim_steps
-SELECT job_seq, name, value FROM steps WHERE job_seq IN (SELECT value FROM json_each(?))
+-- A join driven by the list, as claim_execution: no ephemeral index of it.
+SELECT steps.job_seq, steps.name, steps.value
+FROM json_each(?) AS claimed CROSS JOIN steps ON steps.job_seq = claimed.value
 
 -- name: claim_running
 SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?
@@ -234,7 +244,7 @@ WHERE ended_at IS NULL AND job_seq IN (SELECT value FROM json_each(:seqs))
 -- release_dependents for the parents that settle_done just made done.
 UPDATE jobs SET state = 'pending', due = max(due, :now)
 WHERE state = 'blocked'
-  AND seq IN (SELECT child_seq FROM deps WHERE parent_seq IN (SELECT value FROM json_each(:seqs)))
+  AND seq IN (SELECT child_seq FROM json_each(:seqs) AS settled CROSS JOIN deps ON deps.parent_seq = settled.value)
   AND NOT EXISTS (
       SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
       WHERE d.child_seq = jobs.seq AND p.state != 'done'
