@@ -53,8 +53,10 @@ def claim_jobs(
         Q["claim_execution"], {"seqs": seqs_text, "host": holder.hostname, "pid": holder.pid, "now": now}
     )
     steps: dict[int, dict[str, str]] = {}
-    for seq, step, value in conn.execute(Q["claim_steps"], (seqs_text,)):
-        steps.setdefault(seq, {})[step] = value
+    stepped = [row[0] for row in rows if row[20]]  # the jobs with steps kept (column 20)
+    if stepped:
+        for seq, step, value in conn.execute(Q["claim_steps"], (as_json(stepped),)):
+            steps.setdefault(seq, {})[step] = value
     return rows, steps
 
 

@@ -67,7 +67,7 @@ UPDATE jobs SET
 WHERE seq IN (SELECT value FROM json_each(:seqs)) AND state = 'pending'
 RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, created_at,
           started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
-          lease_seconds
+          lease_seconds, EXISTS (SELECT 1 FROM steps WHERE steps.job_seq = jobs.seq)
 
 -- name: claim_execution
 -- One statement for the batch (an executemany binds and steps once per row); the json_each
@@ -78,7 +78,8 @@ SELECT seq, attempts, :host, :pid, :now, queue, grp
 FROM json_each(:seqs) AS claimed CROSS JOIN jobs ON jobs.seq = claimed.value
 
 -- name: claim_steps
--- A join driven by the list, as claim_execution: no ephemeral index of it.
+-- Run for the claimed jobs that have steps (the claim's last column says which). A join driven
+-- by the list, as claim_execution: no ephemeral index of it.
 SELECT steps.job_seq, steps.name, steps.value
 FROM json_each(?) AS claimed CROSS JOIN steps ON steps.job_seq = claimed.value
 
@@ -234,14 +235,15 @@ UPDATE jobs SET
 FROM s
 WHERE jobs.id = s.id AND jobs.token = s.token AND jobs.state = 'running'
   AND jobs.cancel_requested = 0
-RETURNING jobs.seq, jobs.id
+RETURNING jobs.seq, jobs.id, EXISTS (SELECT 1 FROM deps WHERE deps.parent_seq = jobs.seq)
 
 -- name: settle_close_done
 UPDATE executions SET ended_at = :now, outcome = 'done', error = NULL
 WHERE ended_at IS NULL AND job_seq IN (SELECT value FROM json_each(:seqs))
 
 -- name: settle_release_done
--- release_dependents for the parents that settle_done just made done.
+-- release_dependents for the parents that settle_done just made done, run only for those that
+-- have dependents (settle_done says which: one probe of deps' key per job, not a statement).
 UPDATE jobs SET state = 'pending', due = max(due, :now)
 WHERE state = 'blocked'
   AND seq IN (SELECT child_seq FROM json_each(:seqs) AS settled CROSS JOIN deps ON deps.parent_seq = settled.value)
