@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from tinyjobs.app import App
+from tinyjobs.stores.base import Settlement
 from tinyjobs.stores.sqlite import open as open_sqlite
 from tinyjobs.stores.sqlite.connection import load_blocks, statements
 
@@ -114,5 +115,68 @@ def test_migration_3_keeps_the_counts_of_a_version_2_file_and_enqueue_writes_non
         counts = {q.name: q.counts for q in store.queue_stats()}
         assert counts["mail"]["done"] == 1 and "failed" not in counts["mail"]
         assert counts["mail"]["waiting"] == 7
+    finally:
+        store.close()
+
+
+def test_migration_4_keeps_counts_leases_and_rollups_of_a_version_3_file(tmp_path):
+    """Migration 4 rewrites the count triggers and folds the four running-job indexes into
+    one: a file written at version 3 keeps its counts, its running job's lease is still found
+    by token (renew), by holder and by lease time (reap), and what happens next is counted."""
+    path = tmp_path / "v3.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    blocks = load_blocks("schema.sql", "migration")
+    for version in ("1", "2", "3"):
+        for statement in statements(blocks[version]):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (int(version),))
+    job = (
+        "INSERT INTO jobs (id, task, queue, payload, due, state, max_attempts, attempt_budget, "
+        "dedupe, keep, created_at) VALUES (?, 't', 'mail', '{}', ?, 'pending', 20, 20, 86400, 604800, ?)"
+    )
+    for i, name in enumerate(("done-0", "failed-1", "run-2", "run-3", "wait-4")):
+        conn.execute(job, (name, T0, T0 + i))
+    # Version 3's triggers count these moves.
+    conn.execute("UPDATE jobs SET state = 'done', expires_at = ? WHERE id = 'done-0'", (T0 + 86400,))
+    conn.execute("UPDATE jobs SET state = 'failed', expires_at = ? WHERE id = 'failed-1'", (T0 + 604800,))
+    holder = "h|1|1"
+    for name, lease in (("run-2", T0 + 60), ("run-3", T0 + 5)):
+        conn.execute(
+            "UPDATE jobs SET state = 'running', attempts = 1, started_at = ?, token = ?, "
+            "lease_seconds = 60, lease_expires = ?, holder = ? WHERE id = ?",
+            (T0, f"tok-{name}", lease, holder, name),
+        )
+        conn.execute(
+            "INSERT INTO executions (job_seq, attempt, host, pid, started_at, queue) "
+            "SELECT seq, 1, 'h', 1, ?, 'mail' FROM jobs WHERE id = ?",
+            (T0, name),
+        )
+    conn.commit()
+    conn.close()
+
+    store = open_sqlite(f"sqlite:///{path}")
+    try:
+        db = store._pool.get()
+        indexes = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "jobs_running" in indexes and not {"jobs_token", "jobs_holder", "jobs_lease"} & indexes
+        plan = " ".join(
+            r[3]
+            for r in db.execute(
+                "EXPLAIN QUERY PLAN SELECT seq FROM jobs WHERE token = 'x' AND state = 'running'"
+            )
+        )
+        assert "USING INDEX jobs_running (token=?)" in plan
+        [stats] = store.queue_stats(now=T0 + 10)
+        assert stats.counts == {"done": 1, "failed": 1, "running": 2, "waiting": 1}
+        assert stats.past_lease == 1  # run-3's lease ended at T0 + 5
+        assert store.renew(["tok-run-2", "tok-gone"], now=T0 + 10) == {"tok-run-2": "ok", "tok-gone": "lost"}
+        assert [h.id for h in store.holders("h")] == [holder]
+        assert store.reap(now=T0 + 10) == 1  # run-3: waiting again, its execution ended
+        assert store.settle([Settlement("run-2", "tok-run-2", "done")], now=T0 + 11) == [True]
+        [stats] = store.queue_stats(now=T0 + 12)
+        assert stats.counts == {"done": 2, "failed": 1, "waiting": 2}
+        by_outcome = {e.outcome: e.count for e in store.execution_stats([1, 60], now=T0 + 12)}
+        assert by_outcome == {"done": 1, "lease expired": 1}
     finally:
         store.close()

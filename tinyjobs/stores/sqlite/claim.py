@@ -8,8 +8,11 @@ from collections.abc import Mapping
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
-from .rows import Q, as_json, to_job
+from .rows import Q, as_json, claimed_job
 from .views import paused_queues
+
+# The claim statement's rows (by position: queries.sql, `claim`) and the steps of those jobs.
+Taken = tuple[list[tuple], dict[int, dict[str, str]]]
 
 
 def claim_jobs(
@@ -18,9 +21,11 @@ def claim_jobs(
     holder: Holder,
     limit: int,
     now: float,
-) -> list[Claimed]:
+) -> Taken:
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
-    `queues`, each queue within its limits, and lease them."""
+    `queues`, each queue within its limits, and lease them. The snapshots are built by
+    `claimed` once the transaction has committed: decoding payloads need not hold the
+    file's write lock, which every other worker is waiting for."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
     paused = paused_queues(conn)  # LIM-04: read in this transaction, serialised with pause()
     for policy in queues.values():
@@ -32,39 +37,34 @@ def claim_jobs(
     picks.sort()
     picks = picks[:limit]
     if not picks:
-        return []
+        return [], {}
     by_queue: dict[str, list[int]] = {}
     for _, _, seq, name in picks:
         by_queue.setdefault(name, []).append(seq)
-    rows: list[sqlite3.Row] = []
+    rows: list[tuple] = []
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, read by position (rows.claimed_job)
     for name, seqs in by_queue.items():
         lease = queues[name].lease
         params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
-        rows.extend(conn.execute(Q["claim"], params).fetchall())
-    conn.executemany(
-        Q["claim_execution"],
-        [
-            (
-                row["seq"],
-                row["attempts"],
-                holder.hostname,
-                holder.pid,
-                now,
-                row["queue"],
-                row["grp"],
-            )
-            for row in rows
-        ],
+        rows.extend(cur.execute(Q["claim"], params).fetchall())
+    seqs_text = as_json(row[0] for row in rows)
+    conn.execute(
+        Q["claim_execution"], {"seqs": seqs_text, "host": holder.hostname, "pid": holder.pid, "now": now}
     )
     steps: dict[int, dict[str, str]] = {}
-    seqs_text = as_json(row["seq"] for row in rows)
-    for seq, step, value in conn.execute(Q["claim_steps"], (seqs_text,)):
-        steps.setdefault(seq, {})[step] = value
-    rows.sort(key=lambda row: (-row["priority"], row["due"], row["seq"]))
-    return [
-        Claimed(to_job(row, now), row["token"], float(row["lease_seconds"]), steps.get(row["seq"], {}))
-        for row in rows
-    ]
+    stepped = [row[0] for row in rows if row[20]]  # the jobs with steps kept (column 20)
+    if stepped:
+        for seq, step, value in conn.execute(Q["claim_steps"], (as_json(stepped),)):
+            steps.setdefault(seq, {})[step] = value
+    return rows, steps
+
+
+def claimed(taken: Taken) -> list[Claimed]:
+    """The snapshots of what claim_jobs took, in claim order (priority, due, seq)."""
+    rows, steps = taken
+    rows.sort(key=lambda row: (-row[5], row[6], row[0]))
+    return [Claimed(claimed_job(row), row[18], float(row[19]), steps.get(row[0], {})) for row in rows]
 
 
 def _queue_room(conn: sqlite3.Connection, policy: QueuePolicy, limit: int, now: float) -> int:
@@ -100,14 +100,12 @@ def _pick(
     while len(picks) < room:
         # Ask for a few more than needed, since jobs of groups that fill up are skipped.
         page = (room - len(picks)) * (2 if grouped else 1) + (8 if grouped else 0)
-        params = {
-            "queue": policy.name,
-            "now": now,
-            "full": as_json(full),
-            "taken": as_json(taken),
-            "limit": page,
-        }
-        rows = conn.execute(Q["claim_candidates"], params).fetchall()
+        params = {"queue": policy.name, "now": now, "limit": page}
+        if full or taken:
+            params["full"], params["taken"] = as_json(full), as_json(taken)
+            rows = conn.execute(Q["claim_candidates"], params).fetchall()
+        else:
+            rows = conn.execute(Q["claim_candidates_first"], params).fetchall()
         for seq, queue, group, priority, due in rows:
             if group is not None and group in full:
                 continue

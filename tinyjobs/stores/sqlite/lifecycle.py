@@ -126,8 +126,10 @@ def settle_done_batch(
     rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
     released = 0
     if rows:
-        seqs = json.dumps([row[0] for row in rows])
-        db.execute(Q["settle_close_done"], {"seqs": seqs, "now": now})
-        released = db.execute(Q["settle_release_done"], {"seqs": seqs, "now": now}).rowcount
+        db.execute(Q["settle_close_done"], {"seqs": json.dumps([row[0] for row in rows]), "now": now})
+        parents = [row[0] for row in rows if row[2]]
+        if parents:
+            params = {"seqs": json.dumps(parents), "now": now}
+            released = db.execute(Q["settle_release_done"], params).rowcount
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
     return {(row[1], token_of[row[1]]) for row in rows}, released

@@ -46,7 +46,16 @@ WHERE state = 'pending' AND queue = :queue AND due <= :now
 ORDER BY priority DESC, due, seq
 LIMIT :limit
 
+-- name: claim_candidates_first
+-- claim_candidates when nothing is left out yet (no full group, nothing taken: a queue's first
+-- page, nearly always its only one): each NOT IN list would be an ephemeral table to build.
+SELECT seq, queue, grp, priority, due FROM jobs
+WHERE state = 'pending' AND queue = :queue AND due <= :now
+ORDER BY priority DESC, due, seq
+LIMIT :limit
+
 -- name: claim
+-- The columns in the order rows.claimed_job reads them (by position: a name is a lookup).
 UPDATE jobs SET
     state = 'running',
     attempts = attempts + 1,
@@ -56,14 +65,23 @@ UPDATE jobs SET
     lease_expires = :now + :lease,
     holder = :holder
 WHERE seq IN (SELECT value FROM json_each(:seqs)) AND state = 'pending'
-RETURNING *
+RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, created_at,
+          started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
+          lease_seconds, EXISTS (SELECT 1 FROM steps WHERE steps.job_seq = jobs.seq)
 
 -- name: claim_execution
+-- One statement for the batch (an executemany binds and steps once per row); the json_each
+-- rows drive (CROSS JOIN keeps that order), each job found by its seq. A join, not
+-- `seq IN (SELECT ...)`, which would build an ephemeral index of the list first.
 INSERT INTO executions (job_seq, attempt, host, pid, started_at, queue, grp)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+SELECT seq, attempts, :host, :pid, :now, queue, grp
+FROM json_each(:seqs) AS claimed CROSS JOIN jobs ON jobs.seq = claimed.value
 
 -- name: claim_steps
-SELECT job_seq, name, value FROM steps WHERE job_seq IN (SELECT value FROM json_each(?))
+-- Run for the claimed jobs that have steps (the claim's last column says which). A join driven
+-- by the list, as claim_execution: no ephemeral index of it.
+SELECT steps.job_seq, steps.name, steps.value
+FROM json_each(?) AS claimed CROSS JOIN steps ON steps.job_seq = claimed.value
 
 -- name: claim_running
 SELECT count(*) FROM jobs WHERE state = 'running' AND queue = ?
@@ -135,7 +153,7 @@ SELECT * FROM jobs WHERE state = 'running' AND lease_expires <= ? ORDER BY lease
 SELECT * FROM jobs WHERE state = 'running' AND holder IN (SELECT value FROM json_each(?))
 
 -- name: holders
--- Holder ids are "<host>|<pid>|<started>": the range walks jobs_holder for one host.
+-- Holder ids are "<host>|<pid>|<started>"; walks jobs_running (the running jobs).
 SELECT DISTINCT holder FROM jobs
 WHERE state = 'running' AND holder >= :host || '|' AND holder < :host || '}'
 ORDER BY holder
@@ -217,17 +235,18 @@ UPDATE jobs SET
 FROM s
 WHERE jobs.id = s.id AND jobs.token = s.token AND jobs.state = 'running'
   AND jobs.cancel_requested = 0
-RETURNING jobs.seq, jobs.id
+RETURNING jobs.seq, jobs.id, EXISTS (SELECT 1 FROM deps WHERE deps.parent_seq = jobs.seq)
 
 -- name: settle_close_done
 UPDATE executions SET ended_at = :now, outcome = 'done', error = NULL
 WHERE ended_at IS NULL AND job_seq IN (SELECT value FROM json_each(:seqs))
 
 -- name: settle_release_done
--- release_dependents for the parents that settle_done just made done.
+-- release_dependents for the parents that settle_done just made done, run only for those that
+-- have dependents (settle_done says which: one probe of deps' key per job, not a statement).
 UPDATE jobs SET state = 'pending', due = max(due, :now)
 WHERE state = 'blocked'
-  AND seq IN (SELECT child_seq FROM deps WHERE parent_seq IN (SELECT value FROM json_each(:seqs)))
+  AND seq IN (SELECT child_seq FROM json_each(:seqs) AS settled CROSS JOIN deps ON deps.parent_seq = settled.value)
   AND NOT EXISTS (
       SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
       WHERE d.child_seq = jobs.seq AND p.state != 'done'
@@ -290,7 +309,7 @@ WHERE n > 0 AND state IN ('blocked', 'done', 'failed', 'cancelled')
 
 -- name: past_lease
 -- Running jobs whose lease expired and that no reaper has returned yet (reap takes <= now).
-SELECT queue, count(*) FROM jobs INDEXED BY jobs_lease
+SELECT queue, count(*) FROM jobs INDEXED BY jobs_running
 WHERE state = 'running' AND lease_expires <= :now GROUP BY queue
 
 -- name: running_counts

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from tinyjobs.job import CANCELLED, Execution, Job
+from tinyjobs.job import CANCELLED, RUNNING, Execution, Job
 from tinyjobs.stores.base import NewJob
 from tinyjobs.stores.rules import expires_at, reported_state
 
@@ -39,6 +39,33 @@ def to_job(row: sqlite3.Row, now: float, created: bool = True) -> Job:
         after=tuple(json.loads(after)) if after else (),
         created=created,
         cancel_requested=bool(row["cancel_requested"]),
+    )
+
+
+def claimed_job(row: tuple) -> Job:
+    """The snapshot of a job the claim statement just took, from its RETURNING columns by
+    position (queries.sql, `claim`; sqlite3.Row finds a column by name by comparing names)."""
+    result = row[13]
+    after = row[16]
+    return Job(
+        row[1],  # id
+        row[2],  # task
+        row[3],  # queue
+        json.loads(row[4]),  # payload
+        RUNNING,
+        priority=row[5],
+        attempts=row[7],
+        max_attempts=row[8],
+        due_at=row[6],
+        created_at=row[9],
+        started_at=row[10],
+        finished_at=row[11],
+        error=row[12],
+        result=None if result is None else json.loads(result),
+        key=row[14],
+        group=row[15],
+        after=tuple(json.loads(after)) if after else (),
+        cancel_requested=bool(row[17]),
     )
 
 

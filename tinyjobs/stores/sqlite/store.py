@@ -16,7 +16,7 @@ from tinyjobs.stores.base import Claimed, LeaseStatus, NewJob, QueuePolicy, Sett
 from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
-from .claim import claim_jobs
+from .claim import claim_jobs, claimed
 from .connection import Target, begin_immediate, immediate, snapshot
 from .doorbell import Doorbell
 from .enqueue import enqueue_batch
@@ -190,10 +190,10 @@ class SQLiteStore(SQLiteViews):
         with self._write() as db:
             at = self._now(now)
             flags, ring = self._settled(db, settlements, at, queues)
-            claimed = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else []
+            taken = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else None
         if ring:
             self._bell.ring()
-        return flags, claimed
+        return flags, claimed(taken) if taken else []
 
     @staticmethod
     def _settled(
@@ -231,8 +231,8 @@ class SQLiteStore(SQLiteViews):
         if limit <= 0 or not queues:
             return []
         with self._write() as db:
-            at = self._now(now)
-            return claim_jobs(db, queues, holder, limit, at)
+            taken = claim_jobs(db, queues, holder, limit, self._now(now))
+        return claimed(taken)
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
         """One statement for all tokens."""
