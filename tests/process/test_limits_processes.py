@@ -78,11 +78,14 @@ def test_lim01_concurrency_and_group_concurrency_hold_across_worker_processes(fl
 
 
 def test_lim02_rate_and_group_rate_hold_in_every_window_across_worker_processes(flow, app):
+    for _ in range(3):
+        flow.start("--slots", "4")
+    # All three compete from the first job on: a worker that started seconds before the others
+    # (a loaded machine) could take every job alone, and prove nothing across processes.
+    wait_until(lambda: len(flow.events("worker.started")) == 3, timeout=60, what="three workers")
     app.enqueue_many([("rated", {"seconds": 0.0}) for _ in range(16)])
     for group in ("a", "b"):
         app.enqueue_many([("group_rated", {"seconds": 0.0}) for _ in range(5)], group=group)
-    for _ in range(3):
-        flow.start("--slots", "4")
     wait_done(app, "rated", 16)
     wait_done(app, "group_rated", 10)
     rated = flow.marks("start")
