@@ -46,7 +46,7 @@ def main() -> None:
     from tinyjobs.holder import Holder
     from tinyjobs.stores.base import QueuePolicy, Settlement
 
-    for suffix in ("", "-wal", "-shm", "-wake"):
+    for suffix in ("", "-wal", "-shm", "-wake", "-unlock"):
         Path(args.path + suffix).unlink(missing_ok=True)
     app = tinyjobs.App(f"sqlite:///{args.path}")
     for base in range(0, args.jobs, 1000):

@@ -14,7 +14,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -127,13 +127,17 @@ def is_busy(err: sqlite3.Error) -> bool:
     return (code is not None and code & 0xFF == sqlite3.SQLITE_BUSY) or "locked" in str(err)
 
 
-def begin_immediate(conn: sqlite3.Connection, url: str) -> None:
+def begin_immediate(
+    conn: sqlite3.Connection, url: str, pause_for: Callable[[float], None] = time.sleep
+) -> None:
     """Take the write lock, waiting up to BUSY_TIMEOUT.
 
     Our connections keep `busy_timeout=0` outside reads and we wait here instead, polling
     every fraction of a millisecond: SQLite's own busy handler backs off to 100 ms sleeps,
     and against another process that writes in a tight loop (a busy worker) it starves for
-    seconds and then fails with "database is locked"."""
+    seconds and then fails with "database is locked". `pause_for(seconds)` is the wait
+    between two tries; the store's returns early when another writer commits (its unlock
+    bell), so that the lock passes on at once instead of after a sleep."""
     deadline = 0.0
     pause = 0.0001
     while True:
@@ -151,7 +155,7 @@ def begin_immediate(conn: sqlite3.Connection, url: str) -> None:
                     f"connection for {BUSY_TIMEOUT:g} s"
                 ) from None
         # Jitter, so that two waiters do not wake in step.
-        time.sleep(random.uniform(pause / 2, pause))
+        pause_for(random.uniform(pause / 2, pause))
         pause = min(pause * 2, 0.002)
 
 

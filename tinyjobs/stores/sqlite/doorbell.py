@@ -25,6 +25,7 @@ import struct
 import sys
 import threading
 
+UNLOCK_SUFFIX = "-unlock"  # the second bell: rung after every write commit (see store._write)
 WAKE_ENV = "TINYJOBS_SQLITE_WAKE"  # "poll" forces the polling fallback, for tests and odd systems
 SUFFIX = "-wake"
 
@@ -107,8 +108,8 @@ class Watch:
 class Doorbell:
     """The bell of one database file: `ring()` after commits, `watch()` for this thread."""
 
-    def __init__(self, database: str, mode: str | None = None) -> None:
-        self.path = database + SUFFIX
+    def __init__(self, database: str, mode: str | None = None, suffix: str = SUFFIX) -> None:
+        self.path = database + suffix
         mode = (mode if mode is not None else os.environ.get(WAKE_ENV, "")).strip().lower()
         self.enabled = _LIBC is not None and mode != "poll"
         self._fd: int | None = None

@@ -18,7 +18,7 @@ from tinyjobs.urls import mask
 
 from .claim import claim_jobs, claimed
 from .connection import Target, begin_immediate, immediate, snapshot
-from .doorbell import Doorbell
+from .doorbell import UNLOCK_SUFFIX, Doorbell
 from .enqueue import enqueue_batch
 from .filesystem import why_unwritable
 from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
@@ -61,6 +61,9 @@ class SQLiteStore(SQLiteViews):
         self.synchronous = target.synchronous
         self._pool = Pool(target)
         self._bell = Doorbell(target.path, wake)
+        # Rung after every write's COMMIT: a writer waiting for the lock (begin_immediate)
+        # wakes at once instead of at the end of its back-off sleep.
+        self._unlock = Doorbell(target.path, wake, suffix=UNLOCK_SUFFIX)
         self._seen: dict[int, int] = {}  # wait connection -> data_version last seen
         self._changed: dict[int, float] = {}  # wait connection -> when it last saw a change
 
@@ -84,10 +87,11 @@ class SQLiteStore(SQLiteViews):
         try:
             # connection.immediate() inlined: one generator frame less per write (every
             # enqueue, claim and settle goes through here).
-            begin_immediate(conn, self.url)
+            begin_immediate(conn, self.url, self._pause_for_lock)
             try:
                 yield conn
                 conn.execute("COMMIT")
+                self._unlock.ring()
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -433,6 +437,16 @@ class SQLiteStore(SQLiteViews):
                 return False
             conn = self._pool.get("wait")
 
+    def _pause_for_lock(self, seconds: float) -> None:
+        """begin_immediate's wait between two tries at the write lock: until another writer of
+        this host commits (the unlock bell) or `seconds` pass. A new watch has not seen the
+        commits before it, so its first wait only sets it up (the next try comes at once)."""
+        watch, new = self._unlock.watch()
+        if watch is None:
+            time.sleep(seconds)
+        elif not new:
+            watch.ready(seconds)
+
     def _changed_since(self, conn: sqlite3.Connection) -> bool:
         """Whether data_version moved since this connection's last look (it changes when
         another connection commits); a locked file counts as a change (a spurious wake-up)."""
@@ -462,6 +476,7 @@ class SQLiteStore(SQLiteViews):
         """Close the connections; the store is unusable afterwards (see Pool.close)."""
         self._pool.close()
         self._bell.close()
+        self._unlock.close()
 
 
 def _explained(err: sqlite3.Error, path: str) -> str:
