@@ -7,11 +7,24 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 from tinyjobs.stores.aio import DECODE, WAKE, Grouped
 from tinyjobs.stores.base import NewJob
 
 CALLERS, ROUNDS = 50, 4
+
+
+async def callers_beside(
+    turns: Callable[[asyncio.Event], Awaitable[None]], caller: Callable[[int], Awaitable[None]]
+) -> None:
+    """Run CALLERS callers to their end beside `turns`, which counts the loop's turns until
+    they are done."""
+    done = asyncio.Event()
+    ticking = asyncio.create_task(turns(done))
+    await asyncio.gather(*(caller(n) for n in range(CALLERS)))
+    done.set()
+    await ticking
 
 
 class _Inner:
@@ -45,14 +58,7 @@ def test_callers_resume_a_few_per_turn_and_their_next_jobs_share_one_batch():
             assert await store.enqueue([NewJob(f"{n}-{r}", "t")]) == [f"{n}-{r}"]
             resumed_in[turn] += 1
 
-    async def main() -> None:
-        done = asyncio.Event()
-        ticking = asyncio.create_task(turns(done))
-        await asyncio.gather(*(caller(n) for n in range(CALLERS)))
-        done.set()
-        await ticking
-
-    asyncio.run(main())
+    asyncio.run(callers_beside(turns, caller))
     assert sum(resumed_in.values()) == CALLERS * ROUNDS
     assert max(resumed_in.values()) <= min(WAKE, 10), resumed_in.most_common(3)
     assert inner.batches == [CALLERS] * ROUNDS
@@ -99,14 +105,7 @@ def test_snapshots_are_decoded_a_few_per_turn_as_their_callers_resume():
         except ValueError as err:
             results[n] = err
 
-    async def main() -> None:
-        done = asyncio.Event()
-        ticking = asyncio.create_task(turns(done))
-        await asyncio.gather(*(caller(n) for n in range(CALLERS)))
-        done.set()
-        await ticking
-
-    asyncio.run(main())
+    asyncio.run(callers_beside(turns, caller))
     assert inner.batches == [CALLERS - 1 + 40]
     assert sum(inner.decoded_in.values()) == CALLERS - 1 + 40
     assert max(inner.decoded_in.values()) <= DECODE, inner.decoded_in.most_common(3)
