@@ -42,6 +42,7 @@ from .enqueue import (
     held,
     holding,
     one_params,
+    wake,
 )
 from .steps import adrive
 
@@ -292,7 +293,7 @@ class AsyncPostgresStore:
                     cur = conn.cursor()
                     await cur.execute(self.q["enqueue_one"], one_params(job, now))
                     await ours.execute(b"COMMIT")
-                    await ours.execute(self.q["notify_one"], {"channel": self._channel, "queue": job.queue})
+                    await ours.execute(*wake(self.q, self._channel, {job.queue}))
                 return await cur.fetchall()
             except Exception:
                 await _end_failed(conn)
@@ -332,12 +333,12 @@ class AsyncPostgresStore:
         """Wake the waiters of these queues after commit; best effort, as in the sync store."""
         if not queues:
             return
-        params = {"channel": self._channel, "queues": sorted(queues)}
+        sql, params = wake(self.q, self._channel, queues)
 
         async def attempt(conn: psycopg.AsyncConnection, weak: bool, again: bool, sent: list[bool]) -> None:
             # One statement, its own implicit transaction (the connection is in autocommit
             # mode): one round trip, where BEGIN and COMMIT around it made three.
-            await conn.execute(self.q["notify"], params)
+            await conn.execute(sql, params)
 
         try:
             await self._retrying(attempt, idempotent=True)

@@ -20,7 +20,7 @@ from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import bulk, claims, settle, steps
 from .config import Settings
 from .connection import Connections
-from .enqueue import caller_steps, existing, read_one, send_one
+from .enqueue import caller_steps, existing, read_one, send_one, wake
 from .enqueue import enqueue as enqueue_tx
 from .listen import Listener
 from .rows import tail, to_job
@@ -124,9 +124,9 @@ class PostgresStore(PostgresViews):
                 self._notify({job.queue})
             return added
 
-        wake = (self.q["notify_one"], {"channel": self._channel, "queue": job.queue})
+        after = wake(self.q, self._channel, {job.queue})
         rows = _past_key_races(
-            lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=wake)
+            lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=after)
         )
         return read_one(rows, job, holder_of, replace)
 
@@ -136,11 +136,13 @@ class PostgresStore(PostgresViews):
         misses it still wakes at its timeout."""
         if not queues:
             return
+        sql, params = wake(self.q, self._channel, queues)
+
+        def op(cur: psycopg.Cursor, retrying: bool) -> None:
+            cur.execute(sql, params)
+
         try:
-            if len(queues) == 1:
-                self._one("notify_one", {"channel": self._channel, "queue": next(iter(queues))})
-            else:
-                self._one("notify", {"channel": self._channel, "queues": sorted(queues)})
+            self._run(op)
         except (psycopg.Error, StoreError):
             pass
 
