@@ -76,6 +76,11 @@ class DecodesLater(Protocol):
     async def enqueue_later(self, jobs: Sequence[NewJob], now: float | None = None) -> list[Later]: ...
 
 
+def built(job: Job) -> Later:
+    """The Later of a snapshot already built."""
+    return lambda: job
+
+
 def async_store(store: Store) -> AsyncStore:
     """The store's async twin: its own (`store.aio()`) when it has one, else its sync calls in
     a bounded pool of threads; concurrent enqueues grouped (`Grouped`)."""
@@ -282,7 +287,7 @@ class Grouped:
             if self._later is not None:
                 out = await self._later(every, now)
             else:
-                out = [functools.partial(_same, job) for job in await self.inner.enqueue(every, now)]
+                out = [built(job) for job in await self.inner.enqueue(every, now)]
         except Exception as err:
             if len(batch) == 1 or isinstance(err, StoreUnavailable):
                 for _, _, future in batch:
@@ -369,10 +374,6 @@ class _Pending:
             taken += 1
         batch, self.items = self.items[:taken], self.items[taken:]
         return batch
-
-
-def _same(job: Job) -> Job:
-    return job
 
 
 async def _no_close(pending: _Pending) -> None:

@@ -16,7 +16,6 @@ connections of one loop; callers beyond it wait their turn without blocking the 
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -28,7 +27,7 @@ from psycopg import errors as pgerrors
 
 from ...errors import NotSupported, StoreError, StoreUnavailable
 from ...job import Job
-from ..aio import Later, LoopLocal
+from ..aio import Later, LoopLocal, built
 from ..base import NewJob
 from ..deadlines import CONNECT, retry_window
 from . import packed, steps
@@ -256,7 +255,7 @@ class AsyncPostgresStore:
         if not jobs:
             return []
         if len(jobs) == 1 and not jobs[0].after:
-            return [functools.partial(_same, await _past_key_races(lambda: self._enqueue_one(jobs[0], now)))]
+            return [built(await _past_key_races(lambda: self._enqueue_one(jobs[0], now)))]
 
         def make() -> steps.Steps[tuple[list[Later], set[str]]]:
             return enqueue_later_steps(self.q, jobs, now, None)
@@ -399,10 +398,6 @@ async def _shield(closing: Awaitable[None]) -> None:
         await closing
     except Exception:
         pass
-
-
-def _same(job: Job) -> Job:
-    return job
 
 
 async def _past_key_races(write: Callable[[], Awaitable[T]]) -> T:
