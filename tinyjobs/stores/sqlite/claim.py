@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
-from .rows import Q, as_json, claimed_job
+from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job
 from .views import paused_queues
 
 # The claim statement's rows (by position: queries.sql, `claim`) and the steps of those jobs.
@@ -48,12 +48,12 @@ def claim_jobs(
         lease = queues[name].lease
         params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
         rows.extend(cur.execute(Q["claim"], params).fetchall())
-    seqs_text = as_json(row[0] for row in rows)
+    seqs_text = as_json(row[SEQ] for row in rows)
     conn.execute(
         Q["claim_execution"], {"seqs": seqs_text, "host": holder.hostname, "pid": holder.pid, "now": now}
     )
     steps: dict[int, dict[str, str]] = {}
-    stepped = [row[0] for row in rows if row[20]]  # the jobs with steps kept (column 20)
+    stepped = [row[SEQ] for row in rows if row[HAS_STEPS]]  # the jobs that kept steps
     if stepped:
         for seq, step, value in conn.execute(Q["claim_steps"], (as_json(stepped),)):
             steps.setdefault(seq, {})[step] = value
@@ -63,8 +63,11 @@ def claim_jobs(
 def claimed(taken: Taken) -> list[Claimed]:
     """The snapshots of what claim_jobs took, in claim order (priority, due, seq)."""
     rows, steps = taken
-    rows.sort(key=lambda row: (-row[5], row[6], row[0]))
-    return [Claimed(claimed_job(row), row[18], float(row[19]), steps.get(row[0], {})) for row in rows]
+    rows.sort(key=lambda row: (-row[PRIORITY], row[DUE], row[SEQ]))
+    return [
+        Claimed(claimed_job(row), row[TOKEN], float(row[LEASE_SECONDS]), steps.get(row[SEQ], {}))
+        for row in rows
+    ]
 
 
 def _queue_room(conn: sqlite3.Connection, policy: QueuePolicy, limit: int, now: float) -> int:

@@ -67,7 +67,7 @@ UPDATE jobs SET
 WHERE seq IN (SELECT value FROM json_each(:seqs)) AND state = 'pending'
 RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, created_at,
           started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
-          lease_seconds, EXISTS (SELECT 1 FROM steps WHERE steps.job_seq = jobs.seq)
+          lease_seconds, EXISTS (SELECT 1 FROM steps WHERE steps.job_seq = jobs.seq) AS has_steps
 
 -- name: claim_execution
 -- One statement for the batch (an executemany binds and steps once per row); the json_each

@@ -42,30 +42,43 @@ def to_job(row: sqlite3.Row, now: float, created: bool = True) -> Job:
     )
 
 
+# The `claim` statement's RETURNING columns, in order (queries.sql; a unit test holds the two
+# together), read by position: sqlite3.Row finds a column by name by comparing names.
+CLAIM_COLUMNS = (
+    "seq", "id", "task", "queue", "payload", "priority", "due", "attempts", "max_attempts",
+    "created_at", "started_at", "finished_at", "error", "result", "key", "grp", "after_ids",
+    "cancel_requested", "token", "lease_seconds", "has_steps",
+)  # fmt: skip
+(
+    SEQ, ID, TASK, QUEUE, PAYLOAD, PRIORITY, DUE, ATTEMPTS, MAX_ATTEMPTS, CREATED_AT, STARTED_AT,
+    FINISHED_AT, ERROR, RESULT, KEY, GRP, AFTER_IDS, CANCEL_REQUESTED, TOKEN, LEASE_SECONDS,
+    HAS_STEPS,
+) = range(len(CLAIM_COLUMNS))  # fmt: skip
+
+
 def claimed_job(row: tuple) -> Job:
-    """The snapshot of a job the claim statement just took, from its RETURNING columns by
-    position (queries.sql, `claim`; sqlite3.Row finds a column by name by comparing names)."""
-    result = row[13]
-    after = row[16]
+    """The snapshot of a job the claim statement just took, from its RETURNING columns."""
+    result = row[RESULT]
+    after = row[AFTER_IDS]
     return Job(
-        row[1],  # id
-        row[2],  # task
-        row[3],  # queue
-        json.loads(row[4]),  # payload
+        row[ID],
+        row[TASK],
+        row[QUEUE],
+        json.loads(row[PAYLOAD]),
         RUNNING,
-        priority=row[5],
-        attempts=row[7],
-        max_attempts=row[8],
-        due_at=row[6],
-        created_at=row[9],
-        started_at=row[10],
-        finished_at=row[11],
-        error=row[12],
+        priority=row[PRIORITY],
+        attempts=row[ATTEMPTS],
+        max_attempts=row[MAX_ATTEMPTS],
+        due_at=row[DUE],
+        created_at=row[CREATED_AT],
+        started_at=row[STARTED_AT],
+        finished_at=row[FINISHED_AT],
+        error=row[ERROR],
         result=None if result is None else json.loads(result),
-        key=row[14],
-        group=row[15],
+        key=row[KEY],
+        group=row[GRP],
         after=tuple(json.loads(after)) if after else (),
-        cancel_requested=bool(row[17]),
+        cancel_requested=bool(row[CANCEL_REQUESTED]),
     )
 
 
