@@ -96,8 +96,29 @@ def candidates(cur: Any, q: dict[str, str], policy: QueuePolicy, now: float, lim
 
 
 def wanted(queues: Mapping[str, QueuePolicy], limit: int) -> bool:
-    """Whether `start` would claim at all (and so take `lock`)."""
+    """Whether `start` would claim at all."""
     return limit > 0 and bool(queues)
+
+
+def free_only(queues: Mapping[str, QueuePolicy]) -> bool:
+    """Whether no queue has a limit: `start` then sends the one statement `claim` (m007's
+    function takes the pause locks itself), else `lock` and the limited claim."""
+    return not any(limited(policy) for policy in queues.values())
+
+
+def params(
+    schema: str, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+) -> dict[str, Any]:
+    """The parameters of `claim` (and, with `ids`, of `claim_limited`)."""
+    return {
+        "now": now,
+        "queues": list(queues),
+        "leases": [float(p.lease) for p in queues.values()],
+        "free": [name for name, policy in queues.items() if not limited(policy)],
+        "limit": limit,
+        "holder": holder.id,  # the execution's host and pid are read from it (m006)
+        "schema": schema,
+    }
 
 
 def lock(cur: Any, q: dict[str, str], schema: str, queues: Mapping[str, QueuePolicy]) -> None:
@@ -119,37 +140,34 @@ def start(
 ) -> Callable[[], list[Claimed]]:
     """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03):
     return the function that reads the claimed jobs. Without limits the claim is one
-    statement, only queued here, so that in pipeline mode it leaves with what was queued
-    before it; limited queues are counted first, which reads. `locked`: the transaction
-    already ran `lock` for these queues."""
+    statement (`claim`, m007's function, which takes the pause locks itself), only queued
+    here, so that in pipeline mode it leaves with what was queued before it; limited queues
+    are locked (`lock`, unless `locked`: the transaction already ran it) and counted first,
+    which reads."""
     if limit <= 0 or not queues:
         return list
+    if free_only(queues):
+        cur.execute(q["claim"], params(schema, queues, holder, limit, now))
+        return lambda: read(cur.fetchall())
     if not locked:
         lock(cur, q, schema, queues)
     lim = sorted(name for name, policy in queues.items() if limited(policy))
+    cur.execute(q["limit_lock"], {"schema": schema, "queues": lim})
+    if now is None:
+        # clock_timestamp(), not now(): the transaction's start time is older than the lock
+        # wait, and a claim that waited must not judge rate windows by it.
+        cur.execute(q["clock"])
+        now = cur.fetchone()[0]
     ids: list[str] = []
-    if lim:
-        cur.execute(q["limit_lock"], {"schema": schema, "queues": lim})
-        if now is None:
-            # clock_timestamp(), not now(): the transaction's start time is older than the lock
-            # wait, and a claim that waited must not judge rate windows by it.
-            cur.execute(q["clock"])
-            now = cur.fetchone()[0]
-        for name in lim:
-            ids += candidates(cur, q, queues[name], now, limit)
-    cur.execute(
-        q["claim_limited" if lim else "claim"],
-        {
-            "now": now,
-            "queues": list(queues),
-            "leases": [float(p.lease) for p in queues.values()],
-            "free": [name for name in queues if name not in lim],
-            "ids": ids,
-            "limit": limit,
-            "holder": holder.id,  # the execution's host and pid are read from it (m006)
-        },
-    )
-    return lambda: [_claimed(row) for row in cur.fetchall()]
+    for name in lim:
+        ids += candidates(cur, q, queues[name], now, limit)
+    cur.execute(q["claim_limited"], {**params(schema, queues, holder, limit, now), "ids": ids})
+    return lambda: read(cur.fetchall())
+
+
+def read(rows: list[tuple[Any, ...]]) -> list[Claimed]:
+    """The Claimed of `claim`'s or `claim_limited`'s rows."""
+    return [_claimed(row) for row in rows]
 
 
 def _claimed(row: tuple[Any, ...]) -> Claimed:

@@ -151,6 +151,20 @@ class Connections:
 
         return self._retrying(attempt, idempotent)
 
+    def alone(self, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Run one statement as its own implicit transaction (no BEGIN: autocommit commits it
+        with the reply, one message and one answer) and return its rows. For a statement that
+        writes, it must raise synchronous_commit itself where the session's is weaker (m007's
+        claim_free does). Not sent again once sent: the outcome of a dropped reply is unknown."""
+
+        def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> list:
+            sent[0] = True
+            with conn.cursor() as cur:
+                cur.execute(statement, params)
+                return cur.fetchall()
+
+        return self._retrying(attempt, idempotent=False)
+
     def pipeline(
         self,
         send: Callable[[psycopg.Connection, bool], Callable[[], T]],

@@ -172,13 +172,18 @@ class PostgresStore(PostgresViews):
         limit: int,
         now: float | None = None,
     ) -> list[Claimed]:
-        """Take up to `limit` leases in one transaction (see claims.py), sent in pipeline
-        mode: BEGIN, the pause locks, the claim and COMMIT leave together and the claimed rows
-        are read after the COMMIT, one round trip for a claim without limits (a limited
-        queue's counts are read on the way). Not retried once sent: the leases it may have
-        taken end by the reaper."""
+        """Take up to `limit` leases in one transaction (see claims.py). Without limits, the
+        one statement `claim` (m007's function) as its own implicit transaction: one message,
+        one reply, and next to no work on the server when nothing is due (the usual claim of a
+        woken worker at a low rate). With limits, in pipeline mode: BEGIN, the pause locks, the
+        counts of the limited queues (read on the way), the claim and COMMIT, the claimed rows
+        read after the COMMIT. Not retried once sent: the leases it may have taken end by the
+        reaper."""
         if not claims.wanted(queues, limit):
             return []
+        if claims.free_only(queues):
+            sent = claims.params(self.schema, queues, holder, limit, now)
+            return claims.read(self._conns.alone(self.q["claim"], sent))
 
         def send(conn: psycopg.Connection, retrying: bool) -> Callable[[], list[Claimed]]:
             return claims.start(conn.cursor(), self.q, self.schema, queues, holder, limit, now)
@@ -214,9 +219,10 @@ class PostgresStore(PostgresViews):
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
             settling, claiming = conn.cursor(), conn.cursor()
-            # First, the generic plans' setting, with the claim's pause locks when it claims
-            # (taken early: held a few statements longer, one statement fewer).
-            locking = claims.wanted(queues, limit)
+            # First, the generic plans' setting, with the claim's pause locks when it claims a
+            # limited queue (taken early: held a few statements longer, one statement fewer;
+            # the claim of unlimited queues takes them itself, m007).
+            locking = claims.wanted(queues, limit) and not claims.free_only(queues)
             if locking:
                 claims.lock(claiming, self.q, self.schema, queues)
             else:
