@@ -75,9 +75,7 @@ def placeholders(schema: str) -> dict[str, sql.Composable]:
     values["cols"] = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
     values["jcols"] = sql.SQL(", ").join(sql.Identifier("j", c) for c in COLUMNS)
     # The columns of claim_free's job row (m007), read from its composite column `claimed`.
-    values["ccols"] = sql.SQL(", ").join(
-        sql.SQL("(c.claimed).{}").format(sql.Identifier(c)) for c in COLUMNS
-    )
+    values["ccols"] = sql.SQL(", ").join(sql.SQL("(c.claimed).{}").format(sql.Identifier(c)) for c in COLUMNS)
     values.update(rule_values())
     return values
 
