@@ -6,6 +6,7 @@ finds nothing due writes nothing."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 
 import psycopg
@@ -52,7 +53,7 @@ def test_the_claim_function_raises_synchronous_commit_for_its_transaction(postgr
     params = claims.params(store.schema, ON, Holder.current(), 8, None)
     with psycopg.connect(postgres_url.split("?")[0]) as conn:
         conn.execute("SET synchronous_commit = off")
-        rows = conn.execute(store.q["claim"], params).fetchall()
+        rows = conn.execute(store.q["claim_free"], params).fetchall()
         assert len(rows) == 1
         assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
         conn.commit()
@@ -64,9 +65,40 @@ def test_a_claim_that_finds_nothing_due_writes_nothing(postgres_store, postgres_
     store.enqueue([NewJob(id="j1", task="t", delay=3600.0)])
     params = claims.params(store.schema, ON, Holder.current(), 8, None)
     with psycopg.connect(postgres_url.split("?")[0]) as conn:
-        assert conn.execute(store.q["claim"], params).fetchall() == []
+        assert conn.execute(store.q["claim_free"], params).fetchall() == []
         # No row was locked or written: the transaction has no id of its own.
         assert conn.execute("SELECT pg_current_xact_id_if_assigned()").fetchone() == (None,)
         table = sql.Identifier(store.schema, "jobs")
         states = conn.execute(sql.SQL("SELECT state FROM {}").format(table)).fetchall()
         assert states == [("pending",)]
+
+
+def _settles_and_claims(store, dry: bool) -> list[str]:
+    """The ids settle_and_claim takes with its claim chosen by `dry` (claim_free when True, the
+    claim statement otherwise), two jobs due and one paused queue asked for too."""
+    queues = {**ON, "stopped": QueuePolicy("stopped", lease=30)}
+    store.enqueue(
+        [NewJob(id="a", task="t"), NewJob(id="b", task="t"), NewJob(id="s", task="t", queue="stopped")]
+    )
+    store.pause("stopped")
+    store._dry = dry
+    claimed = store.settle_and_claim([], queues, Holder.current(), 1)[1]
+    assert store._dry is False  # it found as many as it asked for
+    claimed += store.settle_and_claim([], queues, Holder.current(), 8)[1]
+    assert store._dry is True
+    return [c.job.id for c in claimed]
+
+
+def test_settle_and_claim_claims_alike_by_function_and_by_statement(postgres_url):
+    from support.postgres_fixtures import drop_schema, postgres_schema_url
+
+    from tinyjobs.stores.postgres import open as open_postgres
+
+    for dry in (True, False):
+        schema = f"t_claim_{'dry' if dry else 'wet'}_{os.getpid()}"
+        store = open_postgres(postgres_schema_url(postgres_url, schema))
+        try:
+            assert _settles_and_claims(store, dry) == ["a", "b"], dry
+        finally:
+            store.close()
+            drop_schema(postgres_url, schema)

@@ -23,6 +23,7 @@ TAILS = {
     "enqueue_one": ONE,
     "enqueue_existing": enqueue.FOUND,
     "claim": claims.CLAIMED,
+    "claim_free": claims.CLAIMED,
     "claim_limited": claims.CLAIMED,
     "get": store.GOT,
     "jobs": store.LISTED,

@@ -101,8 +101,8 @@ def wanted(queues: Mapping[str, QueuePolicy], limit: int) -> bool:
 
 
 def free_only(queues: Mapping[str, QueuePolicy]) -> bool:
-    """Whether no queue has a limit: `start` then sends the one statement `claim` (m007's
-    function takes the pause locks itself), else `lock` and the limited claim."""
+    """Whether no queue has a limit: the claim can then be `claim_free` (m007's function,
+    which takes the pause locks itself)."""
     return not any(limited(policy) for policy in queues.values())
 
 
@@ -137,31 +137,35 @@ def start(
     limit: int,
     now: float | None,
     locked: bool = False,
+    dry: bool = False,
 ) -> Callable[[], list[Claimed]]:
     """Take up to `limit` leases in the current transaction (JOB-01, JOB-03, LIM-01..03):
     return the function that reads the claimed jobs. Without limits the claim is one
-    statement (`claim`, m007's function, which takes the pause locks itself), only queued
-    here, so that in pipeline mode it leaves with what was queued before it; limited queues
-    are locked (`lock`, unless `locked`: the transaction already ran it) and counted first,
-    which reads."""
+    statement, only queued here, so that in pipeline mode it leaves with what was queued
+    before it: `claim_free` when `dry` (the caller expects it to find nothing: m007's
+    function, which takes the pause locks itself and costs next to nothing then), else
+    `claim` after the pause locks (`lock`, unless `locked`: the transaction already ran it).
+    Limited queues are locked and counted first, which reads."""
     if limit <= 0 or not queues:
         return list
-    if free_only(queues):
-        cur.execute(q["claim"], params(schema, queues, holder, limit, now))
+    sent = params(schema, queues, holder, limit, now)
+    if dry and free_only(queues):
+        cur.execute(q["claim_free"], sent)
         return lambda: read(cur.fetchall())
     if not locked:
         lock(cur, q, schema, queues)
     lim = sorted(name for name, policy in queues.items() if limited(policy))
-    cur.execute(q["limit_lock"], {"schema": schema, "queues": lim})
-    if now is None:
-        # clock_timestamp(), not now(): the transaction's start time is older than the lock
-        # wait, and a claim that waited must not judge rate windows by it.
-        cur.execute(q["clock"])
-        now = cur.fetchone()[0]
     ids: list[str] = []
-    for name in lim:
-        ids += candidates(cur, q, queues[name], now, limit)
-    cur.execute(q["claim_limited"], {**params(schema, queues, holder, limit, now), "ids": ids})
+    if lim:
+        cur.execute(q["limit_lock"], {"schema": schema, "queues": lim})
+        if now is None:
+            # clock_timestamp(), not now(): the transaction's start time is older than the lock
+            # wait, and a claim that waited must not judge rate windows by it.
+            cur.execute(q["clock"])
+            now = cur.fetchone()[0]
+        for name in lim:
+            ids += candidates(cur, q, queues[name], now, limit)
+    cur.execute(q["claim_limited" if lim else "claim"], {**sent, "now": now, "ids": ids})
     return lambda: read(cur.fetchall())
 
 

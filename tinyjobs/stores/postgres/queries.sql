@@ -197,15 +197,30 @@ gone AS (SELECT minute, outcome FROM held GROUP BY 1, 2 HAVING sum(n) = 0)
 DELETE FROM {exec_minutes} c USING held h JOIN gone g USING (minute, outcome)
 WHERE c.minute = h.minute AND c.outcome = h.outcome AND c.shard = h.shard
 
--- name: claim
--- The claim when no queue has a limit (the worker's usual one): the function of m007 (pause
--- locks, due jobs locked, then the leases only when it locked some), so a claim that finds
--- nothing costs one index probe. Sent alone it is its own implicit transaction (store.claim); settle_and_claim sends
--- it in its pipeline. Its columns: COLUMNS, then claims.CLAIMED's tail.
+-- name: claim_free
+-- The claim when no queue has a limit, as m007's function (pause locks, due jobs locked, then
+-- the leases only when it locked some): a claim that finds nothing costs one index probe, where
+-- `claim` starts its whole plan. Sent alone it is its own implicit transaction (store.claim);
+-- settle_and_claim sends it when its previous claim found fewer jobs than it asked for (the
+-- queue ran dry: the next one likely finds nothing), else `claim`, which costs the server less
+-- when it does claim (one statement and no PL/pgSQL). Its columns: COLUMNS, then CLAIMED's tail.
 SELECT {ccols}, (c.claimed).token, (c.claimed).lease_seconds, c.clock AS now,
     c.step_values AS steps
 FROM {schema}.claim_free(%(queues)b::text[], %(leases)b::float8[], %(free)b::text[],
     %(limit)s::int, %(holder)s::text, %(now)s::float8, %(schema)s::text) c
+
+-- name: claim
+-- The claim of queues without limits (the worker's usual one): the due jobs of `free`, best
+-- first. Its own statement rather than claim_limited with no ids: the generic plan of that one
+-- ran its `picked` scan with an empty list as a BitmapAnd that read every entry of jobs_claim
+-- (every waiting job) at each claim.
+{claim_start}
+cand AS (
+    SELECT c.id FROM free c
+    ORDER BY c.priority DESC, c.due, c.seq
+    LIMIT %(limit)s
+),
+{claim_end}
 
 -- name: claim_limited
 -- The claim when some queues have limits: `ids`, the jobs their limits let start
@@ -225,8 +240,8 @@ cand AS (
 {claim_end}
 
 -- name: claim_start
--- Fragment: the head of claim_limited, up to the due jobs of the unlimited queues (m007's
--- claim_free spells the same out).
+-- Fragment: the head of claim and claim_limited, up to the due jobs of the unlimited queues
+-- (m007's claim_free spells the same out).
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now),
 pol AS (SELECT * FROM unnest(%(queues)b::text[], %(leases)b::float8[]) AS p(queue, lease)),
 free AS (
@@ -241,8 +256,8 @@ free AS (
 ),
 
 -- name: claim_end
--- Fragment: the tail of claim_limited, from `cand` (the ids to claim, at most limit); m007's
--- claim_free spells the same out.
+-- Fragment: the tail of claim and claim_limited, from `cand` (the ids to claim, at most
+-- limit); m007's claim_free spells the same out.
 upd AS (
     UPDATE {jobs} j SET state = 'running', attempts = j.attempts + 1, started_at = t.now,
         token = replace(gen_random_uuid()::text, '-', ''), lease_seconds = pol.lease,

@@ -51,6 +51,8 @@ class PostgresStore(PostgresViews):
         self.listen = listen  # False: wake-ups by polling (PgBouncer transaction pooling)
         self._listener = Listener(self._conns, self._channel, enabled=listen)
         self._due_seen: dict[tuple[str, ...], tuple[float, float | None]] = {}  # for wait
+        # Whether settle_and_claim's last claim found fewer jobs than it asked for (see there).
+        self._dry = True
         if not listen:  # polling wakes every POLL whatever is due: workers claim by the clock
             self.capabilities = self.capabilities - {"timed"}
 
@@ -173,17 +175,17 @@ class PostgresStore(PostgresViews):
         now: float | None = None,
     ) -> list[Claimed]:
         """Take up to `limit` leases in one transaction (see claims.py). Without limits, the
-        one statement `claim` (m007's function) as its own implicit transaction: one message,
-        one reply, and next to no work on the server when nothing is due (the usual claim of a
-        woken worker at a low rate). With limits, in pipeline mode: BEGIN, the pause locks, the
-        counts of the limited queues (read on the way), the claim and COMMIT, the claimed rows
-        read after the COMMIT. Not retried once sent: the leases it may have taken end by the
-        reaper."""
+        one statement `claim_free` (m007's function) as its own implicit transaction: one
+        message, one reply, and next to no work on the server when nothing is due (at a low
+        rate every NOTIFY wakes every idle worker, and all but one find nothing). With limits,
+        in pipeline mode: BEGIN, the pause locks, the counts of the limited queues (read on the
+        way), the claim and COMMIT, the claimed rows read after the COMMIT. Not retried once
+        sent: the leases it may have taken end by the reaper."""
         if not claims.wanted(queues, limit):
             return []
         if claims.free_only(queues):
             sent = claims.params(self.schema, queues, holder, limit, now)
-            return claims.read(self._conns.alone(self.q["claim"], sent))
+            return claims.read(self._conns.alone(self.q["claim_free"], sent))
 
         def send(conn: psycopg.Connection, retrying: bool) -> Callable[[], list[Claimed]]:
             return claims.start(conn.cursor(), self.q, self.schema, queues, holder, limit, now)
@@ -219,17 +221,21 @@ class PostgresStore(PostgresViews):
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
             settling, claiming = conn.cursor(), conn.cursor()
-            # First, the generic plans' setting, with the claim's pause locks when it claims a
-            # limited queue (taken early: held a few statements longer, one statement fewer;
-            # the claim of unlimited queues takes them itself, m007).
-            locking = claims.wanted(queues, limit) and not claims.free_only(queues)
+            # Its claim is expected to find nothing when the last one found fewer jobs than it
+            # asked for: then m007's function, which costs next to nothing in that case and
+            # takes its pause locks itself (a lone job's settlement at a low rate); else the
+            # claim statement, which costs less when it claims (a drain).
+            dry = self._dry
+            # First, the generic plans' setting, with the claim's pause locks when it claims by
+            # statement (taken early: held a few statements longer, one statement fewer).
+            locking = claims.wanted(queues, limit) and not (dry and claims.free_only(queues))
             if locking:
                 claims.lock(claiming, self.q, self.schema, queues)
             else:
                 claiming.execute(self.q["generic_plans"])
             dependents = settle.send(settling, self.q, settlements, now) if settlements else None
             read_claims = claims.start(
-                claiming, self.q, self.schema, queues, holder, limit, now, locked=locking
+                claiming, self.q, self.schema, queues, holder, limit, now, locked=locking, dry=dry
             )
             applied, due_again = (
                 settle.finish(settling, self.q, settlements, now, retrying, dependents)
@@ -237,6 +243,7 @@ class PostgresStore(PostgresViews):
                 else ([], set())
             )
             claimed = read_claims()
+            self._dry = len(claimed) < limit
             return lambda: (applied, due_again, claimed)
 
         applied, due_again, claimed = self._conns.pipeline(
