@@ -24,9 +24,10 @@
 -- Rolling upgrade: this only adds a function. Workers of an older version claim with their own
 -- statement, as before; workers of this version need the function, which `open` creates (every
 -- process migrates on open). A later change to the claim of unlimited queues is a new
--- migration (CREATE OR REPLACE FUNCTION), as the function lives in the schema, not in the code.
+-- migration (CREATE OR REPLACE FUNCTION), as the function lives in the schema, not in the code;
+-- this one replaces too, so applying it again is harmless.
 
-CREATE FUNCTION {schema}.claim_free(
+CREATE OR REPLACE FUNCTION {schema}.claim_free(
     p_queues text[], p_leases float8[], p_free text[], p_lim integer, p_holder text,
     p_now float8, p_schema text
 ) RETURNS TABLE (claimed {jobs}, clock float8, step_values text)
@@ -35,12 +36,13 @@ DECLARE
     v_now float8;
     v_ids text[];
 BEGIN
+    -- Steps 1 and 2 in one statement (the settings are set once per queue: harmless).
     PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
         set_config('jit', 'off', true),
+        CASE WHEN current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')
+             THEN set_config('synchronous_commit', 'on', true) END,
         pg_advisory_xact_lock_shared(hashtextextended(p_schema || '/pause/' || q, 0))
     FROM unnest(p_queues) AS q ORDER BY q;
-    PERFORM set_config('synchronous_commit', 'on', true)
-    WHERE current_setting('synchronous_commit') IN ('off', 'local', 'remote_write');
     v_now := COALESCE(p_now, extract(epoch FROM now())::float8);
     SELECT array_agg(c.id ORDER BY c.priority DESC, c.due, c.seq) INTO v_ids FROM (
         SELECT x.id, x.priority, x.due, x.seq FROM unnest(p_free) AS q(name), LATERAL (
