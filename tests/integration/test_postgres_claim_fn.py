@@ -2,7 +2,7 @@
 (store.claim) as its own implicit transaction. What the contracts cannot see from outside: the
 messages such a claim sends, that the function raises synchronous_commit for its transaction
 when the session's is weaker (its leases are written durably even then), and that a claim that
-finds nothing due writes nothing."""
+finds nothing due writes nothing. And `get`, which sends its statements in one round trip."""
 
 from __future__ import annotations
 
@@ -102,3 +102,15 @@ def test_settle_and_claim_claims_alike_by_function_and_by_statement(postgres_url
         finally:
             store.close()
             drop_schema(postgres_url, schema)
+
+
+def test_get_with_executions_is_one_round_trip(postgres_store):
+    store = postgres_store
+    store.enqueue([NewJob(id="j1", task="t")])
+    for _ in range(6):  # past psycopg's prepare threshold
+        store.get("j1", executions=True)
+    got = []
+    sent = _frontend(store, lambda: got.append(store.get("j1", executions=True)))
+    assert sent.count("Sync") == 1
+    assert got[0] is not None and got[0].id == "j1" and got[0].executions == []
+    assert store.get("missing", executions=True) is None

@@ -55,10 +55,18 @@ def get(q: dict[str, str], job_id: str, now: float | None, executions: bool) -> 
     rows = yield q["get"], {"now": now, "id": job_id}
     if not rows:
         return None
+    found = (yield q["executions"], {"id": job_id}) if executions else None
+    return snapshot(rows, found)
+
+
+def snapshot(rows: list[Any], found: list[Any] | None) -> Job | None:
+    """The Job of `get`'s rows (None: no such job), with the executions of `found` (the rows of
+    `executions`) when they were read."""
+    if not rows:
+        return None
     row = rows[0]
     job = to_job(row, row[GOT["now"]], ahead=row[GOT["ahead"]])
-    if executions:
-        found = yield q["executions"], {"id": job_id}
+    if found is not None:
         job.executions = [to_execution(r) for r in found]
     return job
 

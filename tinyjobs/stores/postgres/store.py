@@ -310,12 +310,20 @@ class PostgresStore(PostgresViews):
             return False
 
     def get(self, job_id: str, now: float | None = None, executions: bool = False) -> Job | None:
-        """The job's snapshot (with `ahead` and, when asked, executions): one transaction."""
+        """The job's snapshot (with `ahead` and, when asked, executions): one transaction,
+        its statements sent together in pipeline mode, one round trip (where it was one per
+        statement, BEGIN and COMMIT included). The executions are read whether or not the job
+        exists (none then): waiting for the job's row first would cost the round trip."""
 
-        def op(cur: psycopg.Cursor, retrying: bool) -> Job | None:
-            return drive(cur, steps.get(self.q, job_id, now, executions))
+        def send(conn: psycopg.Connection, retrying: bool) -> Callable[[], Job | None]:
+            job = conn.cursor()
+            job.execute(self.q["get"], {"now": now, "id": job_id})
+            ran = conn.cursor() if executions else None
+            if ran is not None:
+                ran.execute(self.q["executions"], {"id": job_id})
+            return lambda: steps.snapshot(job.fetchall(), None if ran is None else ran.fetchall())
 
-        return self._run(op, write=False)
+        return self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync)
 
     def jobs(
         self,
