@@ -15,8 +15,10 @@ Each run starts --workers `tinyjobs worker` processes on the benchmark app, wait
 are idle, enqueues `stamp` jobs one at a time on a fixed schedule for --seconds, and waits for
 the last to finish. Worker CPU is user + system time from /proc/<pid>/stat (every thread, exited
 ones too) over that window; switches are voluntary + involuntary context switches of the
-workers' threads; the server's CPU is the Redis server's own (INFO cpu) or the sum over this
-machine's postgres processes (walwriter and checkpointer included: they work for the jobs too).
+workers' threads; the server's CPU is the Redis server's own (INFO cpu) or the sum over the
+processes of the PostgreSQL cluster at --url (walwriter and checkpointer included: they work for
+the jobs too), not over every postgres process of the machine. It counts every session of that
+cluster: on a server that other programs use too, give the benchmark a cluster of its own.
 Latency is the handler's start time less the enqueue time (`stamp`'s result)."""
 
 from __future__ import annotations
@@ -50,8 +52,18 @@ def switches(pid: int) -> int:
     return total
 
 
-def postgres_cpu() -> float:
-    """CPU seconds so far of every process named postgres on this machine."""
+def postmaster(app) -> int:
+    """The pid of the postmaster of the server at the app's URL (the parent of our backend)."""
+    conn, _ = app.store._conns.get()
+    backend = conn.info.backend_pid
+    with open(f"/proc/{backend}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def postgres_cpu(postmaster_pid: int) -> float:
+    """CPU seconds so far of one cluster: its postmaster (with the children it has reaped:
+    backends that ended) and every live child (backends, walwriter, checkpointer, ...). Only
+    that cluster's, so that other clusters on this machine, and other programs, do not count."""
     total = 0.0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -59,9 +71,10 @@ def postgres_cpu() -> float:
                 text = f.read()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        if name.startswith("postgres"):
-            fields = text.rsplit(")", 1)[1].split()
+        fields = text.rsplit(")", 1)[1].split()
+        if int(pid) == postmaster_pid:
+            total += sum(int(v) for v in fields[11:15]) / TICK  # utime stime cutime cstime
+        elif int(fields[1]) == postmaster_pid:
             total += (int(fields[11]) + int(fields[12])) / TICK
     return total
 
@@ -75,7 +88,7 @@ def server_cpu(app) -> float | None:
         info = redis.Redis.from_url(url).info("cpu")
         return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
     if url.startswith("postgres"):
-        return postgres_cpu()
+        return postgres_cpu(postmaster(app))
     return None
 
 
