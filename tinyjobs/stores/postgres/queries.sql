@@ -494,6 +494,28 @@ WITH RECURSIVE t AS (
     SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now
 ),
 roots AS (SELECT * FROM unnest(%(ids)b::text[], %(reasons)b::text[]) AS r(id, reason)),
+{cascade_tail}
+
+-- name: cascade_settled
+-- cascade_cancel for the jobs of a settlement batch that are failed or cancelled now, the
+-- reason read from each one's state (rules.DEPENDENCY_REASONS) rather than passed: the worker's
+-- cycle sends it with the settle, before it has read which jobs the settle ended how. A job
+-- that was failed or cancelled before (its settlement not applied) has no blocked dependents
+-- left, as its own end cascaded: nothing happens for it.
+WITH RECURSIVE t AS (
+    SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now
+),
+roots AS (
+    SELECT j.id, CASE j.state WHEN 'failed' THEN {reason_failed} ELSE {reason_cancelled} END
+        AS reason
+    FROM {jobs} j
+    WHERE j.id = ANY(%(ids)b::text[]) AND j.state IN ('failed', 'cancelled')
+      AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = j.id)
+),
+{cascade_tail}
+
+-- name: cascade_tail
+-- Fragment: the tail of cascade_cancel and cascade_settled, from `roots` (id, reason).
 tree(id, parent, reason) AS (
     SELECT d.job_id, r.id, r.reason FROM roots r
     JOIN {deps} d ON d.parent_id = r.id

@@ -3,7 +3,7 @@ reaper and end_leases, and what follows a job's end: dependents unblocked or can
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...job import DONE, bound_error
@@ -47,6 +47,15 @@ def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: fl
     dependents (`with_dependents`: a statement of its own sees a dependent enqueued while the
     settle waited for its parent's row; in the same round trip)."""
     dependents = cur.connection.cursor()
+    settle_statement(cur, q, settlements, now)
+    dependents.execute(q["with_dependents"], {"ids": [s.job_id for s in settlements]})
+    return dependents
+
+
+def settle_statement(
+    cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None
+) -> None:
+    """Queue the settle statement of `settlements` on `cur`."""
     cur.execute(
         q["settle"],
         {
@@ -60,8 +69,6 @@ def send(cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: fl
             "executions": [s.execution for s in settlements],
         },
     )
-    dependents.execute(q["with_dependents"], {"ids": [s.job_id for s in settlements]})
-    return dependents
 
 
 def finish(
@@ -107,3 +114,43 @@ def end_leases(
         cur.execute(q["with_dependents"], {"ids": [job_id for job_id, _, _ in ended]})
         parents = {row[0] for row in cur.fetchall()}
     return len(ended), follow_up(cur, q, now, [(*row, row[0] in parents) for row in ended])
+
+
+def send_whole(
+    conn: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None, retrying: bool
+) -> Callable[[], tuple[list[bool], set[str]]]:
+    """The settle and everything that follows it, queued at once (pipeline mode: they leave
+    with the transaction's COMMIT, one round trip for the worker's cycle): the settle, then
+    for every settled job, whichever way it ended, what `follow_up` does for the jobs it reads
+    as ended, in SQL that finds the dependents itself (statements of their own after the
+    settle's, so each sees dependents enqueued while the settle waited for a parent's row,
+    which `with_dependents` was for): their rows locked, the blocked ones of done parents
+    unblocked (unblock checks that every parent is done), those of failed or cancelled ones
+    cancelled on record (cascade_settled). Without dependents each is an index probe. Returns
+    the function that reads (applied, queues to notify) once the results arrived; `retrying`
+    adds settled_before, as `finish` does."""
+    cur, locked, unblocked, cancelled, before = (conn.cursor() for _ in range(5))
+    ids = [s.job_id for s in settlements]
+    settle_statement(cur, q, settlements, now)
+    # Lock the dependents first: two parents ending at once then see each other's commit.
+    locked.execute(q["lock_dependents"], {"ids": ids})
+    unblocked.execute(q["unblock"], {"now": now, "ids": ids})
+    cancelled.execute(q["cascade_settled"], {"now": now, "ids": ids})
+    if retrying:
+        before.execute(q["settled_before"], {"ids": ids})
+
+    def read() -> tuple[list[bool], set[str]]:
+        rows = cur.fetchall()  # (ordinal, new state, queue, has dependents); None: not applied
+        applied = [state is not None for _, state, _, _ in rows]
+        queues = {queue for _, state, queue, _ in rows if state == PENDING}
+        locked.fetchall()
+        queues.update(row[0] for row in unblocked.fetchall())
+        cancelled.fetchall()
+        if retrying and not all(applied):
+            last = dict(before.fetchall())
+            applied = [
+                ok or last.get(s.job_id) == s.token for ok, s in zip(applied, settlements, strict=True)
+            ]
+        return applied, queues
+
+    return read

@@ -13,7 +13,7 @@ from importlib import resources
 
 from psycopg import sql
 
-from ...job import CANCELLED, OUTCOME_CANCELLED
+from ...job import CANCELLED, FAILED, OUTCOME_CANCELLED
 from .. import rules
 
 # The job columns every snapshot query returns first, in this order (see rows.py).
@@ -92,6 +92,7 @@ def rule_values() -> dict[str, sql.Composable]:
         "attempts_used": rules.ATTEMPTS_USED,
         "dependency_cancelled": rules.DEPENDENCY_CANCELLED,
         "reason_cancelled": rules.DEPENDENCY_REASONS[CANCELLED],
+        "reason_failed": rules.DEPENDENCY_REASONS[FAILED],
         "outcome_cancelled": OUTCOME_CANCELLED,
     }
     values: dict[str, sql.Composable] = {k: sql.SQL(_literal(v)) for k, v in texts.items()}

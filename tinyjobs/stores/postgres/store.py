@@ -214,10 +214,14 @@ class PostgresStore(PostgresViews):
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
         """One transaction: the settlements, then the claim (one commit for both), sent in
-        pipeline mode: BEGIN, the settle and the claim statements leave together, then the
-        COMMIT (two round trips where there were four). Not retried once sent, as a claim
-        never is; the worker then settles again, which the lease token makes harmless, and
-        leases it may have taken end by the reaper."""
+        pipeline mode. When the last claim found fewer jobs than it asked for (`_dry`: a low
+        rate, where each round trip wakes a sleeping backend and the worker's thread), in one
+        round trip: BEGIN, the settle, the dependents' statements for every settled job
+        (settle.send_whole), the claim and COMMIT leave together. Else (a drain, where those
+        statements cost the server more than the round trip they save) in two: BEGIN, the
+        settle, with_dependents and the claim, then what the settle's rows call for and COMMIT.
+        Not retried once sent, as a claim never is; the worker then settles again, which the
+        lease token makes harmless, and leases it may have taken end by the reaper."""
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
             settling, claiming = conn.cursor(), conn.cursor()
@@ -233,18 +237,25 @@ class PostgresStore(PostgresViews):
                 claims.lock(claiming, self.q, self.schema, queues)
             else:
                 claiming.execute(self.q["generic_plans"])
-            dependents = settle.send(settling, self.q, settlements, now) if settlements else None
+            whole = dry and bool(settlements)
+            settled = settle.send_whole(conn, self.q, settlements, now, retrying) if whole else None
+            dependents = (
+                settle.send(settling, self.q, settlements, now) if settlements and not whole else None
+            )
             read_claims = claims.start(
                 claiming, self.q, self.schema, queues, holder, limit, now, locked=locking, dry=dry
             )
-            applied, due_again = (
-                settle.finish(settling, self.q, settlements, now, retrying, dependents)
-                if settlements
-                else ([], set())
-            )
-            claimed = read_claims()
-            self._dry = len(claimed) < limit
-            return lambda: (applied, due_again, claimed)
+            if dependents is not None:  # read the settle now, then its follow-up and COMMIT
+                done = settle.finish(settling, self.q, settlements, now, retrying, dependents)
+                settled = lambda: done  # noqa: E731
+
+            def read() -> tuple[list[bool], set[str], list[Claimed]]:
+                applied, due_again = settled() if settled is not None else ([], set())
+                claimed = read_claims()
+                self._dry = len(claimed) < limit
+                return applied, due_again, claimed
+
+            return read
 
         applied, due_again, claimed = self._conns.pipeline(
             send, idempotent=False, raise_sync=self._raise_sync
