@@ -226,17 +226,29 @@ def test_a_lease_that_ends_unsettled_wakes_only_a_queue_with_limits(redis_store)
 def test_purge_forgets_the_limited_marker_with_its_queue(redis_store):
     limited = {
         "default": QueuePolicy("default", rate=(10, 60.0)),
-        "empty": QueuePolicy("empty", group_concurrency=1),  # claimed from, never given a job
+        "other": QueuePolicy("other", group_concurrency=1),
     }
-    redis_store.enqueue([NewJob("a", "work")], now=T0)
-    [a] = redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)
-    assert limited_queues(redis_store) == {"default": "1", "empty": "1"}
-    assert redis_store.purge(now=T0) == 0
+    redis_store.enqueue([NewJob("a", "work"), NewJob("o", "work", queue="other")], now=T0)
+    a, o = redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)
+    assert limited_queues(redis_store) == {"default": "1", "other": "1"}
+    redis_store.settle([Settlement("o", o.token, "done")], now=T0)
+    assert redis_store.purge(now=T0 + 400 * 86400) == 1  # `o`: `other` holds no job any more
     assert limited_queues(redis_store) == {"default": "1"}  # `default` holds a running job
     redis_store.settle([Settlement("a", a.token, "done")], now=T0)
     assert redis_store.purge(now=T0 + 400 * 86400) == 1
     assert limited_queues(redis_store) == {}
     assert not raw(redis_store).exists(f"{redis_store.base}:limited")
+
+
+def test_a_claim_that_finds_nothing_due_reads_no_limits(redis_store):
+    # claim.lua reads a queue's first page of due jobs first: with none (the worker's claim after
+    # each settlement at a low rate) it reads no pause flag, no limits, and marks nothing.
+    limited = {"default": QueuePolicy("default", rate=(10, 60.0), concurrency=2)}
+    assert redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0) == []
+    assert limited_queues(redis_store) == {}
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    assert len(redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)) == 1
+    assert limited_queues(redis_store) == {"default": "1"}  # marked once it had a job to take
 
 
 def test_a_store_keeps_working_on_both_sides_of_a_fork(redis_store):
@@ -363,5 +375,24 @@ def test_executions_recorded_in_the_old_layout_are_counted_then_moved_on_open(re
         assert not raw(redis_store).exists(redis_store.base + ":ended")
         assert again.finished_series(T0, 30, now=T0 + 200) == series
         assert redis_store.finished_series(T0, 30, now=T0 + 200) == series
+    finally:
+        again.close()
+
+
+def test_the_pairs_set_of_an_older_layout_is_deleted_on_open_and_stats_read_as_before(redis_store):
+    # P:durkeys named the (queue, outcome) pairs with execution stats; P:dursum's fields name the
+    # same pairs, which execution_stats and finished_series now read, so the set goes on open.
+    redis_store.enqueue([NewJob(id=i, task="t") for i in ("a", "b")], now=T0)
+    a, b = redis_store.claim(QUEUES, Holder.current(), 2, now=T0)
+    redis_store.settle([Settlement("a", a.token, "done"), Settlement("b", b.token, "fail")], now=T0 + 1)
+    stats = redis_store.execution_stats([0.5, 2.0], now=T0 + 1)
+    pairs = [(s.queue, s.outcome, s.count) for s in stats]
+    assert pairs == [("default", "done", 1), ("default", "failed", 1)]
+    assert not raw(redis_store).exists(redis_store.base + ":durkeys")  # written by no script
+    raw(redis_store).sadd(redis_store.base + ":durkeys", "default\tdone", "default\tfailed")
+    again = open_redis(redis_store.url)
+    try:
+        assert not raw(redis_store).exists(redis_store.base + ":durkeys")
+        assert again.execution_stats([0.5, 2.0], now=T0 + 1) == stats
     finally:
         again.close()

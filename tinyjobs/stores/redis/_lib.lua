@@ -39,14 +39,19 @@
 --   P:kids:<id>            set     ids of every job enqueued after <id> (dependents)
 --   P:ended:<outcome>      zset    '<id>\t<n>' by ended_at, one per ended execution with that
 --                                  outcome (n: its end entry's place in P:exec:<id>), for
---                                  finished_series; the outcomes on record are those of P:durkeys
+--                                  finished_series; the outcomes on record are those named
+--                                  by P:dursum's fields
 --   P:ended                zset    the layout before P:ended:<outcome>: '<id>\t<n>\t<outcome>' by
 --                                  ended_at. Written by no script any more; RedisStore moves it
 --                                  into P:ended:<outcome> on open (upgrade.lua), and until then
 --                                  finished_series reads it and deletes remove from it
 --   P:dur:<queue>\t<outcome> zset  '<id>\t<n>' by duration in seconds, for execution_stats
---   P:dursum               hash    '<queue>\t<outcome>' -> sum of those durations
---   P:durkeys              set     the '<queue>\t<outcome>' pairs that have a P:dur zset
+--   P:dursum               hash    '<queue>\t<outcome>' -> sum of those durations; its fields
+--                                  are the pairs that have a P:dur zset (written and removed
+--                                  with it)
+--   P:durkeys              set     the layout before: those pairs once more, in a set of their
+--                                  own. Written and read by no script any more (P:dursum's
+--                                  fields name the same pairs); RedisStore deletes it on open
 --   P:paused               set     paused queues (LIM-04): claim.lua takes none of their jobs
 --   P:workers              hash    '<host>\t<pid>' -> JSON heartbeat {q, sl, b, sa, n seen_at}
 --
@@ -319,7 +324,6 @@ local function exec_stats(id, q, n, outcome, started, ended_at, sign)
     redis.call('ZADD', P .. ':ended:' .. outcome, num(ended_at), m)
     redis.call('ZADD', P .. ':dur:' .. pair, num(d), m)
     redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(d))
-    redis.call('SADD', P .. ':durkeys', pair)
   else
     redis.call('ZREM', P .. ':ended:' .. outcome, m)
     if legacy_ended == nil then
@@ -331,7 +335,6 @@ local function exec_stats(id, q, n, outcome, started, ended_at, sign)
     redis.call('ZREM', P .. ':dur:' .. pair, m)
     if redis.call('EXISTS', P .. ':dur:' .. pair) == 0 then
       redis.call('HDEL', P .. ':dursum', pair)
-      redis.call('SREM', P .. ':durkeys', pair)
     else
       redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(-d))
     end
@@ -388,17 +391,22 @@ local function clear_lease(id, j)
 end
 
 -- An execution is a start entry {a, h, p, s} pushed by claim, then an end entry {n, o[, r]}.
-local function close_exec(id, q, now, outcome, err)
+-- The start time is the running job's `sa`, which claim writes with the start entry's `s` (the
+-- same text): reading it from the row the caller loaded spares a read and a decode of the list.
+local function close_exec(id, j, now, outcome, err)
   local xk = P .. ':exec:' .. id
-  local start = cjson.decode(redis.call('LINDEX', xk, -1))
+  local started = tonumber(j.sa)
+  if started == nil then  -- not expected (claim writes both); the start entry says it too
+    started = tonumber(cjson.decode(redis.call('LINDEX', xk, -1)).s)
+  end
   local n = redis.call('RPUSH', xk, cjson.encode({n = num(now), o = outcome, r = err}))
-  exec_stats(id, q, n, outcome, tonumber(start.s), now, 1)
+  exec_stats(id, j.q, n, outcome, started, now, 1)
 end
 
 -- A lease that ended without settlement (reap: OUTCOME_LEASE_EXPIRED, end_leases:
 -- OUTCOME_WORKER_LOST): rules.lease_ended.
 local function end_lease(id, j, outcome, now)
-  close_exec(id, j.q, now, outcome, nil)
+  close_exec(id, j, now, outcome, nil)
   clear_lease(id, j)
   if j.c == '1' then
     finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)
