@@ -396,3 +396,21 @@ def test_the_pairs_set_of_an_older_layout_is_deleted_on_open_and_stats_read_as_b
         assert again.execution_stats([0.5, 2.0], now=T0 + 1) == stats
     finally:
         again.close()
+
+
+def test_operations_sent_straight_down_the_connection_recover_from_errors(redis_store):
+    # connection.execute: FCALL without redis-py's execute_command. A reply that is an error is
+    # raised and leaves the connection usable; a connection the server closed is dropped and the
+    # next (safe) call connects again, as through execute_command.
+    from tinyjobs.stores.redis.connection import execute
+
+    client = redis_store._conn.client()
+    with pytest.raises(redis.ResponseError, match="(?i)function not found"):
+        execute(client, ["FCALL", "tinyjobs_no_such_function", 0])
+    assert execute(client, ["ECHO", "still here"]) == "still here"
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    own = execute(client, ["CLIENT", "ID"])
+    raw(redis_store).client_kill_filter(_id=own)
+    redis_store.enqueue([NewJob("b", "work")], now=T0)  # repeated on a new connection
+    assert execute(client, ["CLIENT", "ID"]) != own
+    assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 5, now=T0)] == ["a", "b"]
