@@ -414,3 +414,28 @@ def test_operations_sent_straight_down_the_connection_recover_from_errors(redis_
     redis_store.enqueue([NewJob("b", "work")], now=T0)  # repeated on a new connection
     assert execute(client, ["CLIENT", "ID"]) != own
     assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 5, now=T0)] == ["a", "b"]
+
+
+def test_a_token_names_its_job_and_a_lease_an_older_version_took_still_holds(redis_store):
+    # A token is '<claim's base><place>-<job id>': renew and save_step read the job from it, and
+    # claim writes no P:tok entry. A lease taken by an older version has a token without '-',
+    # found through P:tok: it renews, saves steps and settles as before, and its entry goes then.
+    r, tok = raw(redis_store), redis_store.base + ":tok"
+    redis_store.enqueue([NewJob("a", "work"), NewJob("b", "work")], now=T0)
+    a, b = redis_store.claim(QUEUES, Holder.current(), 2, now=T0)
+    assert a.token.endswith("-a") and not r.exists(tok)
+    old = secrets.token_hex(10)  # 20 hex digits, as an older claim made them
+    r.hset(f"{redis_store.base}:job:b", "tk", old)
+    r.hset(tok, old, "b")
+    forged = a.token.rsplit("-", 1)[0] + "-b"
+    assert redis_store.renew([a.token, old, forged], now=T0 + 1) == {a.token: "ok", old: "ok", forged: "lost"}
+    assert redis_store.save_step(old, "s", "1", now=T0 + 1)
+    assert not redis_store.save_step(forged, "s", "2", now=T0 + 1)
+    assert redis_store.settle(
+        [Settlement("a", a.token, "done"), Settlement("b", old, "done")], now=T0 + 2
+    ) == [
+        True,
+        True,
+    ]
+    assert not r.exists(tok)
+    assert redis_store.renew([a.token, old], now=T0 + 3) == {a.token: "lost", old: "lost"}

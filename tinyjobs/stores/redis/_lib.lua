@@ -29,7 +29,10 @@
 --   P:st:<state>           zset    ids by seq, for blocked/done/failed/cancelled
 --   P:expiry               zset    final job ids by expires_at, for purge
 --   P:leases               zset    running job ids by lease_expires, for reap
---   P:tok                  hash    lease token -> job id
+--   P:tok                  hash    the layout before: lease token -> job id, for tokens that do
+--                                  not name their job (taken by an older version's claim).
+--                                  Written by no script any more; read for such tokens, and
+--                                  each entry goes when its lease ends
 --   P:holders              set     holder ids with live leases
 --   P:hold:<holder>        set     ids of the jobs one holder leases
 --   P:keys                 hash    dedup key -> id of the live job holding it
@@ -58,7 +61,7 @@
 -- Job hash fields: t task, q queue, p payload, pr priority, d due, s seq, st stored state
 -- (pending/blocked/running/done/failed/cancelled), a attempts, ma max_attempts, b attempt
 -- budget, k key, g group, dd dedupe, kp keep, e error, r result, ca created_at, sa started_at,
--- fa finished_at, x expires_at, c cancel requested ('1'), tk token, le lease_expires,
+-- fa finished_at, x expires_at, c cancel requested ('1'), tk token (see token_job), le lease_expires,
 -- ls lease seconds, h holder id, af after (JSON array), w unmet parents, m member, hd '1'
 -- when jobs run after it (P:deps:<id> may exist), hs '1' when it has steps.
 -- Member (claim order, compared as bytes): 11 digits of 1e10 - priority, 17 digits of due in
@@ -373,6 +376,19 @@ local function delete(id, j)
   redis.call('DEL', jk(id), P .. ':steps:' .. id, P .. ':exec:' .. id, P .. ':kids:' .. id)
 end
 
+-- The id of the job a lease token names, or nil. A token is the claim's random base (hex), the
+-- lease's place in that claim (hex), '-' and the job's id: renew and save_step read the job
+-- from the token itself, where a hash of every live token (P:tok) cost a write when a lease was
+-- taken and another when it ended. A token without '-' was taken by an older version, whose
+-- claim recorded it in P:tok.
+local function token_job(tk)
+  local at = string.find(tk, '-', 1, true)
+  if at then
+    return string.sub(tk, at + 1)
+  end
+  return redis.call('HGET', P .. ':tok', tk)
+end
+
 -- Drop the live lease of a running job from every index (the shared ones at flush).
 local function clear_lease(id, j)
   later('SREM', qk(j.q, 'run'), id)
@@ -383,7 +399,9 @@ local function clear_lease(id, j)
     end
   end
   later('ZREM', P .. ':leases', id)
-  later('HDEL', P .. ':tok', j.tk)
+  if not string.find(j.tk, '-', 1, true) then
+    later('HDEL', P .. ':tok', j.tk)  -- a lease an older version took (see token_job)
+  end
   later('SREM', P .. ':hold:' .. j.h, id)
   holders_touched[j.h] = true
   redis.call('HDEL', jk(id), 'tk', 'le', 'h')

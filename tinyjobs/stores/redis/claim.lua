@@ -5,7 +5,7 @@
 -- waiters (written only when that changes).
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
---   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases, P:tok,
+--   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases,
 --   P:holders, P:hold:<holder>, P:limited, P:paused
 -- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, then 8 values
 --   per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
@@ -128,7 +128,7 @@ local function take(s, id, m)
     c = group_room(s, g)
     if not c then return end
   end
-  local tk = base .. string.format('%04x', #out + 1)
+  local tk = base .. string.format('%04x', #out + 1) .. '-' .. id  -- see token_job
   local a, le = tonumber(f.a) + 1, now + s.lease
   local changed = {'st', 'running', 'a', string.format('%d', a), 'sa', num(now), 'tk', tk, 'le', num(le),
     'ls', num(s.lease), 'h', holder}
@@ -137,7 +137,6 @@ local function take(s, id, m)
   later('SADD', qk(s.name, 'run'), id)
   if g then redis.call('HINCRBY', qk(s.name, 'grun'), g, '1') end
   later('ZADD', P .. ':leases', num(le), id)
-  later('HSET', P .. ':tok', tk, id)
   later('SADD', P .. ':hold:' .. holder, id)
   redis.call('RPUSH', P .. ':exec:' .. id, cjson.encode({a = a, h = host, p = pid, s = num(now)}))
   if s.rk then record(s.rk, s.rp, tk) end
