@@ -226,17 +226,29 @@ def test_a_lease_that_ends_unsettled_wakes_only_a_queue_with_limits(redis_store)
 def test_purge_forgets_the_limited_marker_with_its_queue(redis_store):
     limited = {
         "default": QueuePolicy("default", rate=(10, 60.0)),
-        "empty": QueuePolicy("empty", group_concurrency=1),  # claimed from, never given a job
+        "other": QueuePolicy("other", group_concurrency=1),
     }
-    redis_store.enqueue([NewJob("a", "work")], now=T0)
-    [a] = redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)
-    assert limited_queues(redis_store) == {"default": "1", "empty": "1"}
-    assert redis_store.purge(now=T0) == 0
+    redis_store.enqueue([NewJob("a", "work"), NewJob("o", "work", queue="other")], now=T0)
+    a, o = redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)
+    assert limited_queues(redis_store) == {"default": "1", "other": "1"}
+    redis_store.settle([Settlement("o", o.token, "done")], now=T0)
+    assert redis_store.purge(now=T0 + 400 * 86400) == 1  # `o`: `other` holds no job any more
     assert limited_queues(redis_store) == {"default": "1"}  # `default` holds a running job
     redis_store.settle([Settlement("a", a.token, "done")], now=T0)
     assert redis_store.purge(now=T0 + 400 * 86400) == 1
     assert limited_queues(redis_store) == {}
     assert not raw(redis_store).exists(f"{redis_store.base}:limited")
+
+
+def test_a_claim_that_finds_nothing_due_reads_no_limits(redis_store):
+    # claim.lua reads a queue's first page of due jobs first: with none (the worker's claim after
+    # each settlement at a low rate) it reads no pause flag, no limits, and marks nothing.
+    limited = {"default": QueuePolicy("default", rate=(10, 60.0), concurrency=2)}
+    assert redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0) == []
+    assert limited_queues(redis_store) == {}
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    assert len(redis_store.claim(limited, Holder("h/boot", 1, 1), 5, now=T0)) == 1
+    assert limited_queues(redis_store) == {"default": "1"}  # marked once it had a job to take
 
 
 def test_a_store_keeps_working_on_both_sides_of_a_fork(redis_store):
@@ -365,3 +377,65 @@ def test_executions_recorded_in_the_old_layout_are_counted_then_moved_on_open(re
         assert redis_store.finished_series(T0, 30, now=T0 + 200) == series
     finally:
         again.close()
+
+
+def test_the_pairs_set_of_an_older_layout_is_deleted_on_open_and_stats_read_as_before(redis_store):
+    # P:durkeys named the (queue, outcome) pairs with execution stats; P:dursum's fields name the
+    # same pairs, which execution_stats and finished_series now read, so the set goes on open.
+    redis_store.enqueue([NewJob(id=i, task="t") for i in ("a", "b")], now=T0)
+    a, b = redis_store.claim(QUEUES, Holder.current(), 2, now=T0)
+    redis_store.settle([Settlement("a", a.token, "done"), Settlement("b", b.token, "fail")], now=T0 + 1)
+    stats = redis_store.execution_stats([0.5, 2.0], now=T0 + 1)
+    pairs = [(s.queue, s.outcome, s.count) for s in stats]
+    assert pairs == [("default", "done", 1), ("default", "failed", 1)]
+    assert not raw(redis_store).exists(redis_store.base + ":durkeys")  # written by no script
+    raw(redis_store).sadd(redis_store.base + ":durkeys", "default\tdone", "default\tfailed")
+    again = open_redis(redis_store.url)
+    try:
+        assert not raw(redis_store).exists(redis_store.base + ":durkeys")
+        assert again.execution_stats([0.5, 2.0], now=T0 + 1) == stats
+    finally:
+        again.close()
+
+
+def test_operations_sent_straight_down_the_connection_recover_from_errors(redis_store):
+    # connection.execute: FCALL without redis-py's execute_command. A reply that is an error is
+    # raised and leaves the connection usable; a connection the server closed is dropped and the
+    # next (safe) call connects again, as through execute_command.
+    from tinyjobs.stores.redis.connection import execute
+
+    client = redis_store._conn.client()
+    with pytest.raises(redis.ResponseError, match="(?i)function not found"):
+        execute(client, ["FCALL", "tinyjobs_no_such_function", 0])
+    assert execute(client, ["ECHO", "still here"]) == "still here"
+    redis_store.enqueue([NewJob("a", "work")], now=T0)
+    own = execute(client, ["CLIENT", "ID"])
+    raw(redis_store).client_kill_filter(_id=own)
+    redis_store.enqueue([NewJob("b", "work")], now=T0)  # repeated on a new connection
+    assert execute(client, ["CLIENT", "ID"]) != own
+    assert [c.job.id for c in redis_store.claim(QUEUES, Holder.current(), 5, now=T0)] == ["a", "b"]
+
+
+def test_a_token_names_its_job_and_a_lease_an_older_version_took_still_holds(redis_store):
+    # A token is '<claim's base><place>-<job id>': renew and save_step read the job from it, and
+    # claim writes no P:tok entry. A lease taken by an older version has a token without '-',
+    # found through P:tok: it renews, saves steps and settles as before, and its entry goes then.
+    r, tok = raw(redis_store), redis_store.base + ":tok"
+    redis_store.enqueue([NewJob("a", "work"), NewJob("b", "work")], now=T0)
+    a, b = redis_store.claim(QUEUES, Holder.current(), 2, now=T0)
+    assert a.token.endswith("-a") and not r.exists(tok)
+    old = secrets.token_hex(10)  # 20 hex digits, as an older claim made them
+    r.hset(f"{redis_store.base}:job:b", "tk", old)
+    r.hset(tok, old, "b")
+    forged = a.token.rsplit("-", 1)[0] + "-b"
+    assert redis_store.renew([a.token, old, forged], now=T0 + 1) == {a.token: "ok", old: "ok", forged: "lost"}
+    assert redis_store.save_step(old, "s", "1", now=T0 + 1)
+    assert not redis_store.save_step(forged, "s", "2", now=T0 + 1)
+    assert redis_store.settle(
+        [Settlement("a", a.token, "done"), Settlement("b", old, "done")], now=T0 + 2
+    ) == [
+        True,
+        True,
+    ]
+    assert not r.exists(tok)
+    assert redis_store.renew([a.token, old], now=T0 + 3) == {a.token: "lost", old: "lost"}

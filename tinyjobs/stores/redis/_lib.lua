@@ -29,7 +29,10 @@
 --   P:st:<state>           zset    ids by seq, for blocked/done/failed/cancelled
 --   P:expiry               zset    final job ids by expires_at, for purge
 --   P:leases               zset    running job ids by lease_expires, for reap
---   P:tok                  hash    lease token -> job id
+--   P:tok                  hash    the layout before: lease token -> job id, for tokens that do
+--                                  not name their job (taken by an older version's claim).
+--                                  Written by no script any more; read for such tokens, and
+--                                  each entry goes when its lease ends
 --   P:holders              set     holder ids with live leases
 --   P:hold:<holder>        set     ids of the jobs one holder leases
 --   P:keys                 hash    dedup key -> id of the live job holding it
@@ -39,21 +42,26 @@
 --   P:kids:<id>            set     ids of every job enqueued after <id> (dependents)
 --   P:ended:<outcome>      zset    '<id>\t<n>' by ended_at, one per ended execution with that
 --                                  outcome (n: its end entry's place in P:exec:<id>), for
---                                  finished_series; the outcomes on record are those of P:durkeys
+--                                  finished_series; the outcomes on record are those named
+--                                  by P:dursum's fields
 --   P:ended                zset    the layout before P:ended:<outcome>: '<id>\t<n>\t<outcome>' by
 --                                  ended_at. Written by no script any more; RedisStore moves it
 --                                  into P:ended:<outcome> on open (upgrade.lua), and until then
 --                                  finished_series reads it and deletes remove from it
 --   P:dur:<queue>\t<outcome> zset  '<id>\t<n>' by duration in seconds, for execution_stats
---   P:dursum               hash    '<queue>\t<outcome>' -> sum of those durations
---   P:durkeys              set     the '<queue>\t<outcome>' pairs that have a P:dur zset
+--   P:dursum               hash    '<queue>\t<outcome>' -> sum of those durations; its fields
+--                                  are the pairs that have a P:dur zset (written and removed
+--                                  with it)
+--   P:durkeys              set     the layout before: those pairs once more, in a set of their
+--                                  own. Written and read by no script any more (P:dursum's
+--                                  fields name the same pairs); RedisStore deletes it on open
 --   P:paused               set     paused queues (LIM-04): claim.lua takes none of their jobs
 --   P:workers              hash    '<host>\t<pid>' -> JSON heartbeat {q, sl, b, sa, n seen_at}
 --
 -- Job hash fields: t task, q queue, p payload, pr priority, d due, s seq, st stored state
 -- (pending/blocked/running/done/failed/cancelled), a attempts, ma max_attempts, b attempt
 -- budget, k key, g group, dd dedupe, kp keep, e error, r result, ca created_at, sa started_at,
--- fa finished_at, x expires_at, c cancel requested ('1'), tk token, le lease_expires,
+-- fa finished_at, x expires_at, c cancel requested ('1'), tk token (see token_job), le lease_expires,
 -- ls lease seconds, h holder id, af after (JSON array), w unmet parents, m member, hd '1'
 -- when jobs run after it (P:deps:<id> may exist), hs '1' when it has steps.
 -- Member (claim order, compared as bytes): 11 digits of 1e10 - priority, 17 digits of due in
@@ -319,7 +327,6 @@ local function exec_stats(id, q, n, outcome, started, ended_at, sign)
     redis.call('ZADD', P .. ':ended:' .. outcome, num(ended_at), m)
     redis.call('ZADD', P .. ':dur:' .. pair, num(d), m)
     redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(d))
-    redis.call('SADD', P .. ':durkeys', pair)
   else
     redis.call('ZREM', P .. ':ended:' .. outcome, m)
     if legacy_ended == nil then
@@ -331,7 +338,6 @@ local function exec_stats(id, q, n, outcome, started, ended_at, sign)
     redis.call('ZREM', P .. ':dur:' .. pair, m)
     if redis.call('EXISTS', P .. ':dur:' .. pair) == 0 then
       redis.call('HDEL', P .. ':dursum', pair)
-      redis.call('SREM', P .. ':durkeys', pair)
     else
       redis.call('HINCRBYFLOAT', P .. ':dursum', pair, num(-d))
     end
@@ -370,6 +376,19 @@ local function delete(id, j)
   redis.call('DEL', jk(id), P .. ':steps:' .. id, P .. ':exec:' .. id, P .. ':kids:' .. id)
 end
 
+-- The id of the job a lease token names, or nil. A token is the claim's random base (hex), the
+-- lease's place in that claim (hex), '-' and the job's id: renew and save_step read the job
+-- from the token itself, where a hash of every live token (P:tok) cost a write when a lease was
+-- taken and another when it ended. A token without '-' was taken by an older version, whose
+-- claim recorded it in P:tok.
+local function token_job(tk)
+  local at = string.find(tk, '-', 1, true)
+  if at then
+    return string.sub(tk, at + 1)
+  end
+  return redis.call('HGET', P .. ':tok', tk)
+end
+
 -- Drop the live lease of a running job from every index (the shared ones at flush).
 local function clear_lease(id, j)
   later('SREM', qk(j.q, 'run'), id)
@@ -380,7 +399,9 @@ local function clear_lease(id, j)
     end
   end
   later('ZREM', P .. ':leases', id)
-  later('HDEL', P .. ':tok', j.tk)
+  if not string.find(j.tk, '-', 1, true) then
+    later('HDEL', P .. ':tok', j.tk)  -- a lease an older version took (see token_job)
+  end
   later('SREM', P .. ':hold:' .. j.h, id)
   holders_touched[j.h] = true
   redis.call('HDEL', jk(id), 'tk', 'le', 'h')
@@ -388,17 +409,22 @@ local function clear_lease(id, j)
 end
 
 -- An execution is a start entry {a, h, p, s} pushed by claim, then an end entry {n, o[, r]}.
-local function close_exec(id, q, now, outcome, err)
+-- The start time is the running job's `sa`, which claim writes with the start entry's `s` (the
+-- same text): reading it from the row the caller loaded spares a read and a decode of the list.
+local function close_exec(id, j, now, outcome, err)
   local xk = P .. ':exec:' .. id
-  local start = cjson.decode(redis.call('LINDEX', xk, -1))
+  local started = tonumber(j.sa)
+  if started == nil then  -- not expected (claim writes both); the start entry says it too
+    started = tonumber(cjson.decode(redis.call('LINDEX', xk, -1)).s)
+  end
   local n = redis.call('RPUSH', xk, cjson.encode({n = num(now), o = outcome, r = err}))
-  exec_stats(id, q, n, outcome, tonumber(start.s), now, 1)
+  exec_stats(id, j.q, n, outcome, started, now, 1)
 end
 
 -- A lease that ended without settlement (reap: OUTCOME_LEASE_EXPIRED, end_leases:
 -- OUTCOME_WORKER_LOST): rules.lease_ended.
 local function end_lease(id, j, outcome, now)
-  close_exec(id, j.q, now, outcome, nil)
+  close_exec(id, j, now, outcome, nil)
   clear_lease(id, j)
   if j.c == '1' then
     finalize(id, j, 'cancelled', CANCELLED_WHILE_RUNNING, now)

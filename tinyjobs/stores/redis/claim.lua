@@ -5,7 +5,7 @@
 -- waiters (written only when that changes).
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
---   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases, P:tok,
+--   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases,
 --   P:holders, P:hold:<holder>, P:limited, P:paused
 -- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, then 8 values
 --   per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
@@ -43,35 +43,50 @@ local function record(key, period, tk)
   redis.call('EXPIRE', key, string.format('%d', math.ceil(period) + 1))
 end
 
-local qs, names = {}, {}
+-- Each queue's `ready` set is read a page at a time (batch members), in member order.
+local batch = math.min(math.max(limit * 2, 16), 500)
+
+-- The queues with something due. The first page of `ready` is read before anything else of a
+-- queue: one with nothing due (the worker's claim after each settlement, at a low rate) costs
+-- the promotion and this read, not its pause flag, limits and marker as well. Skipping the
+-- marker there is safe: the job that next becomes due pushes a wake-up token of its own, and
+-- the claim that then finds it marks the queue.
+local qs, names, due_qs = {}, {}, {}
 for i = 7, #ARGV, 8 do
   local s = {name = ARGV[i], lease = tonumber(ARGV[i + 1]), gc = opt(ARGV[i + 5]),
-    grn = opt(ARGV[i + 6]), grp = opt(ARGV[i + 7]), off = 0, pos = 1, buf = {}, taken = {},
-    groups = {}, avail = limit}
+    grn = opt(ARGV[i + 6]), grp = opt(ARGV[i + 7]), pos = 1, taken = {}, groups = {},
+    avail = limit}
   promote(s.name)
-  if redis.call('SISMEMBER', P .. ':paused', s.name) == 1 then
-    s.avail = 0  -- LIM-04: a paused queue's jobs stay where they are
-  end
-  local conc, rn = opt(ARGV[i + 2]), opt(ARGV[i + 3])
-  s.limited = (conc or rn or s.gc or s.grn) and true or false
-  table.insert(names, s.name)
-  if conc then
-    s.avail = math.min(s.avail, conc - redis.call('SCARD', qk(s.name, 'run')))
-  end
-  if rn then
-    s.rk, s.rp = qk(s.name, 'starts'), tonumber(ARGV[i + 4])
-    s.avail = math.min(s.avail, rn - window(s.rk, s.rp))
+  s.buf = redis.call('ZRANGE', qk(s.name, 'ready'), 0, batch - 1)
+  s.off, s.done, s.last = #s.buf, #s.buf == 0, #s.buf < batch
+  if not s.done then
+    if redis.call('SISMEMBER', P .. ':paused', s.name) == 1 then
+      s.avail = 0  -- LIM-04: a paused queue's jobs stay where they are
+    end
+    local conc, rn = opt(ARGV[i + 2]), opt(ARGV[i + 3])
+    s.limited = (conc or rn or s.gc or s.grn) and true or false
+    table.insert(names, s.name)
+    table.insert(due_qs, s)
+    if conc then
+      s.avail = math.min(s.avail, conc - redis.call('SCARD', qk(s.name, 'run')))
+    end
+    if rn then
+      s.rk, s.rp = qk(s.name, 'starts'), tonumber(ARGV[i + 4])
+      s.avail = math.min(s.avail, rn - window(s.rk, s.rp))
+    end
   end
   table.insert(qs, s)
 end
 
 -- Mark the queues with limits (lease ends wake them, see flush), unmark those without.
-local marked = redis.call('HMGET', P .. ':limited', unpack(names))
-for i, s in ipairs(qs) do
-  if s.limited and not marked[i] then
-    redis.call('HSET', P .. ':limited', s.name, '1')
-  elseif marked[i] and not s.limited then
-    redis.call('HDEL', P .. ':limited', s.name)
+if #names > 0 then
+  local marked = redis.call('HMGET', P .. ':limited', unpack(names))
+  for i, s in ipairs(due_qs) do
+    if s.limited and not marked[i] then
+      redis.call('HSET', P .. ':limited', s.name, '1')
+    elseif marked[i] and not s.limited then
+      redis.call('HDEL', P .. ':limited', s.name)
+    end
   end
 end
 
@@ -88,29 +103,40 @@ local function group_room(s, g)
   return c
 end
 
+-- The fields `take` reads before it decides, when it reads them alone (see take).
+local DECIDES = {'g', 'd', 'st', 'a', 'hs'}
+
 local out = {}
 local function take(s, id, m)
   local jkey = jk(id)
-  local f = redis.call('HMGET', jkey, 'g', 'd', 'st', 'a', 'hs')
-  if f[3] ~= 'pending' then
+  -- A queue without group limits takes every due job it meets: the whole row, which the reply
+  -- carries, is read at once (one read where a few fields, then the row, took two). With group
+  -- limits a job of a full group is passed over, often many in a row: those few fields first.
+  local flat, f = nil, nil
+  if s.gc or s.grn then
+    f = load_fields(id, DECIDES)
+  else
+    f, flat = load(id)
+  end
+  if not f or f.st ~= 'pending' then
     table.insert(s.taken, m)  -- a stale entry: drop it
     return
   end
-  if tonumber(f[2]) > now then return end
-  local g, c = f[1], nil
+  if tonumber(f.d) > now then return end
+  local g, c = f.g, nil
   if g and (s.gc or s.grn) then
     c = group_room(s, g)
     if not c then return end
   end
-  local tk = base .. string.format('%04x', #out + 1)
-  local a, le = tonumber(f[4]) + 1, now + s.lease
-  redis.call('HSET', jkey, 'st', 'running', 'a', string.format('%d', a), 'sa', num(now), 'tk', tk, 'le', num(le),
-    'ls', num(s.lease), 'h', holder)
+  local tk = base .. string.format('%04x', #out + 1) .. '-' .. id  -- see token_job
+  local a, le = tonumber(f.a) + 1, now + s.lease
+  local changed = {'st', 'running', 'a', string.format('%d', a), 'sa', num(now), 'tk', tk, 'le', num(le),
+    'ls', num(s.lease), 'h', holder}
+  redis.call('HSET', jkey, unpack(changed))
   table.insert(s.taken, m)
   later('SADD', qk(s.name, 'run'), id)
   if g then redis.call('HINCRBY', qk(s.name, 'grun'), g, '1') end
   later('ZADD', P .. ':leases', num(le), id)
-  later('HSET', P .. ':tok', tk, id)
   later('SADD', P .. ':hold:' .. holder, id)
   redis.call('RPUSH', P .. ':exec:' .. id, cjson.encode({a = a, h = host, p = pid, s = num(now)}))
   if s.rk then record(s.rk, s.rp, tk) end
@@ -119,21 +145,39 @@ local function take(s, id, m)
     if s.grn then record(qk(s.name, 'gs:' .. g), s.grp, tk) end
   end
   s.avail = s.avail - 1
-  local steps = f[5] and redis.call('HGETALL', P .. ':steps:' .. id) or {}
-  table.insert(out, {id, redis.call('HGETALL', jkey), steps})
+  local steps = f.hs and redis.call('HGETALL', P .. ':steps:' .. id) or {}
+  if flat then
+    -- The row as read, with the values just written put in place (or added: the fields a
+    -- first claim writes are new).
+    local at = {}
+    for i = 1, #flat, 2 do at[flat[i]] = i + 1 end
+    for i = 1, #changed, 2 do
+      local k = at[changed[i]]
+      if k then
+        flat[k] = changed[i + 1]
+      else
+        flat[#flat + 1] = changed[i]
+        flat[#flat + 1] = changed[i + 1]
+      end
+    end
+  else
+    flat = redis.call('HGETALL', jkey)
+  end
+  table.insert(out, {id, flat, steps})
 end
 
 -- Merge the queues' `ready` sets in member order, skipping full groups (LIM-03).
-local batch = math.min(math.max(limit * 2, 16), 500)
 local scanned, cap = 0, limit + 2000
 while #out < limit and scanned < cap do
   local best, bm = nil, nil
   for _, s in ipairs(qs) do
     if s.avail > 0 and not s.done then
       if s.pos > #s.buf then
-        s.buf = redis.call('ZRANGE', qk(s.name, 'ready'), s.off, s.off + batch - 1)
+        -- A short page was the last (`ready` changes only at the end of this script): the
+        -- queue is done without reading an empty page.
+        s.buf = s.last and {} or redis.call('ZRANGE', qk(s.name, 'ready'), s.off, s.off + batch - 1)
         s.off, s.pos = s.off + #s.buf, 1
-        s.done = #s.buf == 0
+        s.done, s.last = #s.buf == 0, #s.buf < batch
       end
       if not s.done and (bm == nil or s.buf[s.pos] < bm) then
         best, bm = s, s.buf[s.pos]

@@ -138,9 +138,13 @@ REFUSE_CONN = (
 
 
 def enqueue_args(jobs: Sequence[NewJob], now: float | None, conn: Any) -> list[str]:
-    """The enqueue script's arguments; NotSupported for `conn` (JOB-02: Redis has none)."""
+    """The enqueue script's arguments; NotSupported for `conn` (JOB-02: Redis has none). One
+    job goes as its 13 values (no JSON to write here or to decode in the script), a batch as
+    one JSON argument."""
     if conn is not None:
         raise NotSupported(REFUSE_CONN)
+    if len(jobs) == 1:
+        return [now_arg(now), *job_args(jobs[0])]
     return [now_arg(now), json.dumps([job_args(job) for job in jobs], ensure_ascii=False)]
 
 
@@ -154,12 +158,15 @@ def enqueue_later(jobs: Sequence[NewJob], reply: Any) -> list[Callable[[], Job]]
     """`enqueue_reply` with each snapshot left to build: one call per job, in order (the async
     store's callers decode theirs a few per turn of the event loop: stores/aio.py Grouped).
     The reply is parsed and checked here, so what is left cannot fail on a missing parent."""
-    if isinstance(reply, list):
-        raise unknown_parent(reply[2], reply[1])
-    reply = json.loads(reply)
-    at = float(reply[0])
+    if isinstance(reply, list):  # one job's {now, result}, or a missing parent's {'!', ...}
+        if reply[0] == "!":
+            raise unknown_parent(reply[2], reply[1])
+        at, results = float(reply[0]), reply[1:]
+    else:
+        parsed = json.loads(reply)
+        at, results = float(parsed[0]), parsed[1]
     out: list[Callable[[], Job]] = []
-    for job, one in zip(jobs, reply[1], strict=True):
+    for job, one in zip(jobs, results, strict=True):
         if one[0] == "1":
             out.append(functools.partial(from_new, job, one, at))
         else:

@@ -5,7 +5,7 @@
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:deps:<id>, P:kids:<id>, P:q:<q>:*, P:leases, P:tok, P:holders,
 --   P:hold:<holder>, P:keys, P:st:<state>, P:counts, P:expiry, P:created, P:ended:<outcome>,
---   P:ended (older layout), P:dur:*, P:dursum, P:durkeys
+--   P:ended (older layout), P:dur:*, P:dursum
 -- ARGV: now ('' = server TIME), id
 -- Returns 1 when deleted, 0 for an unknown id.
 local now = clock(ARGV[1])

@@ -2,12 +2,12 @@
 -- durations and the number at or under each bound (ZCOUNT on the duration index: O(log n) per
 -- bound, whatever the number of executions). Reads only.
 -- KEYS[1] = P:seq
--- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:durkeys,
---   P:dur:<queue>\t<outcome>, P:dursum (reads only)
+-- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:dursum,
+--   P:dur:<queue>\t<outcome> (reads only)
 -- ARGV: the bounds, ascending
 -- Returns the JSON text of {{queue, outcome, count, sum, {n per bound}}, ...}.
 local out = {}
-for _, pair in ipairs(redis.call('SMEMBERS', P .. ':durkeys')) do
+for _, pair in ipairs(redis.call('HKEYS', P .. ':dursum')) do
   local q, outcome = string.match(pair, '^(.*)\t([^\t]*)$')
   local key = P .. ':dur:' .. pair
   local per = {}

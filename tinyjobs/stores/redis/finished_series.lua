@@ -1,6 +1,6 @@
 -- finished_series.lua: executions that ended in [since, now], counted per (bucket, outcome),
 -- buckets of `step` seconds from `since`. Reads only.
--- For each outcome on record (those of P:durkeys), P:ended:<outcome> holds its executions by
+-- For each outcome on record (the fields of P:dursum), P:ended:<outcome> holds its executions by
 -- ended_at, so a bucket's count is one ZCOUNT between the bucket's bounds, whatever the number of
 -- executions in it: a day of 10^6 executions at one-minute steps is about 1,440 ZCOUNTs per
 -- outcome. Empty stretches are jumped over (the next entry after an empty bucket names the next
@@ -12,7 +12,7 @@
 -- one (found from since + k * step by moving a few doubles up or down), so each execution is
 -- counted in the bucket the formula gives it, even a hair's breadth from a bound.
 -- KEYS[1] = P:seq
--- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:durkeys,
+-- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:dursum,
 --   P:ended:<outcome>, P:ended (the layout before; read while it exists) (reads only)
 -- ARGV: now ('' = server TIME), since, step
 -- Returns the JSON text of {{bucket start, outcome, n}, ...}.
@@ -100,7 +100,7 @@ end
 
 local buckets = bucket(now) + 1
 local outcomes, seen = {}, {}
-for _, pair in ipairs(redis.call('SMEMBERS', P .. ':durkeys')) do
+for _, pair in ipairs(redis.call('HKEYS', P .. ':dursum')) do
   local outcome = string.match(pair, '\t([^\t]*)$')
   if not seen[outcome] then
     seen[outcome] = true

@@ -4,8 +4,7 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:expiry, P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:deps:<parent>, P:st:<state>, P:counts, P:queues, P:q:<q>:wake,
---   P:limited, P:seq, P:created, P:ended:<outcome>, P:ended (older layout), P:dur:*, P:dursum,
---   P:durkeys
+--   P:limited, P:seq, P:created, P:ended:<outcome>, P:ended (older layout), P:dur:*, P:dursum
 -- ARGV: now ('' = server TIME), limit
 -- Returns how many jobs.
 local now = clock(ARGV[1])

@@ -8,7 +8,7 @@ local now = clock(ARGV[1])
 local out = {}
 for i = 2, #ARGV do
   local tk = ARGV[i]
-  local id = redis.call('HGET', P .. ':tok', tk)
+  local id = token_job(tk)
   local f = id and redis.call('HMGET', jk(id), 'tk', 'st', 'ls', 'c')
   if not f or f[1] ~= tk or f[2] ~= 'running' then
     table.insert(out, 'lost')

@@ -5,7 +5,7 @@
 -- ARGV: now ('' = server TIME, unused but accepted), token, step name, JSON value
 -- Returns 1 when written, 0 when the lease is lost (nothing written).
 local tk = ARGV[2]
-local id = redis.call('HGET', P .. ':tok', tk)
+local id = token_job(tk)
 if not id or redis.call('HGET', jk(id), 'tk') ~= tk then
   return 0
 end

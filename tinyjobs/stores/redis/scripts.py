@@ -11,8 +11,8 @@ ACL), each operation is a script called by SHA, the way it always was.
 
 Either way a missing operation (a restart of a server that keeps nothing, FUNCTION FLUSH, SCRIPT
 FLUSH) is loaded again and the call repeated, which is safe: "not found" means it did not run.
-Plain FCALL / EVALSHA through execute_command: redis-py's Script object does the same with more
-overhead per call.
+Plain FCALL / EVALSHA, sent straight down the connection (connection.execute): redis-py's Script
+object, and even execute_command, do the same with more overhead per call.
 
 Flags of the functions: the operations that only read are `no-writes` (they still answer when
 the server is out of memory, as they did as scripts); purge, delete and workers, which mostly
@@ -32,6 +32,7 @@ from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 
 from ...job import OUTCOME_CANCELLED, OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST
 from .. import rules
+from .connection import execute
 
 OPERATIONS = (
     "enqueue",
@@ -173,7 +174,7 @@ class Scripts:
 
     def run(self, client: redis.Redis, name: str, args: list[Any]) -> Any:
         try:
-            return client.execute_command(*self.command(name, args))
+            return execute(client, self.command(name, args))
         except ResponseError as err:
             missing = self._missing(err)
             if missing is None:
@@ -186,7 +187,7 @@ class Scripts:
                     self.functions = False
             if self.functions is False:
                 client.script_load(source(name))
-        return client.execute_command(*self.command(name, args))
+        return execute(client, self.command(name, args))
 
     async def arun(self, client: Any, name: str, args: list[Any]) -> Any:
         """`run` on a redis.asyncio client."""

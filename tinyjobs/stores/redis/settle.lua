@@ -31,7 +31,7 @@ local function apply(id, j, oc, res, err, delay)
 end
 
 -- The fields settling reads (here and in clear_lease, close_exec, finalize, place, index).
-local FIELDS = {'st', 'tk', 'c', 'a', 'ma', 'd', 'q', 'g', 'h', 'k', 'dd', 'kp', 's', 'e', 'hd', 'pr'}
+local FIELDS = {'st', 'tk', 'c', 'a', 'ma', 'd', 'q', 'g', 'h', 'k', 'dd', 'kp', 's', 'e', 'hd', 'pr', 'sa'}
 
 local out = {}
 for _, a in ipairs(cjson.decode(ARGV[2])) do
@@ -45,7 +45,7 @@ for _, a in ipairs(cjson.decode(ARGV[2])) do
     if err == '' then err = nil end
     local eo = EXECUTION_OUTCOMES[oc]  -- rules.execution_outcome
     if j.c == '1' and oc ~= 'done' then eo = OUTCOME_CANCELLED end
-    close_exec(id, j.q, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
+    close_exec(id, j, now, ex ~= '' and ex or eo, oc ~= 'done' and err or nil)
     clear_lease(id, j)
     apply(id, j, oc, res, err, tonumber(a[6]))
     table.insert(out, 1)

@@ -6,5 +6,9 @@
 -- ARGV: now ('' = server TIME), the settlements as settle.lua's ARGV[2], then claim.lua's ARGV
 --   from its second value on (holder id, hostname, pid, token base, limit, 8 values per queue)
 -- Returns {settle.lua's reply, claim.lua's reply}.
-local applied = settle_main({ARGV[1], ARGV[2]})
-return {applied, claim_main({ARGV[1], unpack(ARGV, 3)})}
+-- One clock read for both parts: the server's TIME once (num keeps the text exact, %.17g), where
+-- each part read it on its own.
+local at = ARGV[1]
+if at == '' then at = num(clock(at)) end
+local applied = settle_main({at, ARGV[2]})
+return {applied, claim_main({at, unpack(ARGV, 3)})}

@@ -53,14 +53,23 @@ class RedisStore(RedisViews):
 
     def _upgrade(self) -> None:
         """Bring keys of an older layout to the current one (_lib.lua), as the SQL stores migrate
-        on open. Today one step: P:ended (every ended execution in one sorted set, members
-        ending in their outcome) is moved into P:ended:<outcome> by upgrade.lua, UPGRADE_CHUNK
-        entries per script, so that no script holds Redis up for long. Every chunk is atomic and
-        the scripts read and delete in both layouts meanwhile, so an upgrade cut short loses
-        nothing and the next open goes on; several processes opening at once share the work.
-        A store already in the current layout pays one EXISTS."""
+        on open. P:durkeys (the (queue, outcome) pairs with execution stats, which P:dursum's
+        fields name as well) is read by no script any more: deleted. P:ended (every ended
+        execution in one sorted set, members ending in their outcome) is moved into
+        P:ended:<outcome> by upgrade.lua, UPGRADE_CHUNK entries per script, so that no script
+        holds Redis up for long. Every chunk is atomic and the scripts read and delete in both
+        layouts meanwhile, so an upgrade cut short loses nothing and the next open goes on;
+        several processes opening at once share the work. A store already in the current layout
+        pays one round trip (EXISTS and DEL)."""
         legacy = self.base + ":ended"
-        if not self._conn.call(lambda c: c.exists(legacy)):
+
+        def look(client: redis.Redis) -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            pipe.exists(legacy)
+            pipe.delete(self.base + ":durkeys")
+            return pipe.execute()
+
+        if not self._conn.call(look)[0]:
             return
         while int(self._run("upgrade", [UPGRADE_CHUNK])) > 0:
             pass
