@@ -131,6 +131,56 @@ def test_a_claim_that_leaves_jobs_behind_passes_the_wake_up_on(sq, seen):
     assert seen.woken() == set()  # another worker could not take them either
 
 
+def waiting_in_epoll(tid: int) -> bool:
+    """Whether thread `tid` of this process sleeps in epoll_wait now."""
+    with open(f"/proc/self/task/{tid}/wchan") as f:
+        return "epoll" in f.read()
+
+
+def test_the_wake_up_a_claim_passes_on_goes_to_another_worker(sq, tmp_path, monkeypatch):
+    """A worker's store watcher goes back to waiting before its worker claims, so when that
+    claim fills the worker up and passes a wake-up on, the first thread waiting in the kernel's
+    line is often that watcher: it steps back first, and the idle one gets the token."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)
+    other = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")  # another worker's store
+    woke: list[str] = []
+    tids: dict[str, int] = {}
+    stop = threading.Event()
+
+    def waiter(name: str, store) -> None:
+        tids[name] = threading.get_native_id()
+        while not stop.is_set():
+            if store.wait(["default"], 60.0) and not stop.is_set():
+                woke.append(name)
+
+    sq.wait(["default"], 0)  # nothing yet: the listener of this worker, first in line
+    own = threading.Thread(target=waiter, args=("own", sq), daemon=True)
+    idle = threading.Thread(target=waiter, args=("idle", other), daemon=True)
+    try:
+        own.start()
+        deadline = time.monotonic() + 10
+        while not ("own" in tids and waiting_in_epoll(tids["own"])) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        idle.start()
+        while not ("idle" in tids and waiting_in_epoll(tids["idle"])) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert waiting_in_epoll(tids["own"]) and waiting_in_epoll(tids["idle"])
+        later = time.time() + 60
+        sq.enqueue([NewJob(id=f"j{i}", task="t", at=later) for i in range(5)])  # due later: no token
+        assert len(sq.claim(QUEUES, Holder.current(), 2, now=later)) == 2  # three left behind
+        while not woke and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert woke == ["idle"]
+    finally:
+        stop.set()
+        deadline = time.monotonic() + 20
+        while (own.is_alive() or idle.is_alive()) and time.monotonic() < deadline:
+            sq._channels.wake(["default"])  # one token: one waiter leaves
+            own.join(0.05)
+            idle.join(0.05)
+        other.close()
+
+
 def test_a_token_sent_between_two_waits_ends_the_next_one(sq, tmp_path, monkeypatch):
     monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)  # only the token can end the wait
     assert sq.wait(["default"], 0) is False  # a first look: the listener is made

@@ -44,6 +44,7 @@ import select
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 
 from .doorbell import WAKE_ENV
@@ -98,31 +99,55 @@ def _open_fifo(path: str, create: bool) -> int | None:
 
 class Listener:
     """One thread's wait on the channels of a set of queues: an epoll instance holding their
-    FIFOs (EPOLLEXCLUSIVE). Not shared across threads, nor across fork."""
+    FIFOs (EPOLLEXCLUSIVE). Waited on by one thread; `step_back` may come from another thread
+    of the process. Not shared across fork."""
 
     def __init__(self, database: str, queues: tuple[str, ...]) -> None:
         self.database, self.queues = database, queues
-        self._fds: dict[int, tuple[str, tuple[int, int] | None]] = {}  # fd -> (path, identity)
+        # fd -> (queue, path, identity of the FIFO)
+        self._fds: dict[int, tuple[str, str, tuple[int, int] | None]] = {}
         self._buffer = bytearray(READ_AT_ONCE)
+        self._lock = threading.Lock()  # step_back and close, from different threads
+        self._broken = False
         self._epoll = select.epoll()  # OSError when out of descriptors: the store polls
         try:
             for queue in queues:
-                self._add(channel_path(database, queue))
+                self._add(queue)
         except BaseException:
             self.close()
             raise
 
-    def _add(self, path: str) -> None:
+    def _add(self, queue: str) -> None:
+        path = channel_path(self.database, queue)
         fd = _open_fifo(path, create=True)
         if fd is None:
             raise OSError(errno.ENOTSUP, f"no FIFO at {path!r}")
-        self._fds[fd] = (path, _ident(fd))
+        self._fds[fd] = (queue, path, _ident(fd))
+        self._register(fd)
+
+    def _register(self, fd: int) -> None:
         try:
             self._epoll.register(fd, select.EPOLLIN | _EXCLUSIVE)
         except OSError as err:
             if err.errno != errno.EINVAL or not _EXCLUSIVE:
                 raise
             self._epoll.register(fd, select.EPOLLIN)  # a kernel without EPOLLEXCLUSIVE (< 4.5)
+
+    def step_back(self, queues: Iterable[str]) -> None:
+        """Go to the end of the line of waiters of these queues' FIFOs (the kernel wakes the
+        first waiting one in the order they were registered): the next token of those
+        queues goes to another waiting thread, if there is one. A token that comes between the
+        two steps is not lost: registering again finds it and wakes this thread's wait."""
+        names = set(queues)
+        with self._lock:
+            for fd, (queue, _, _) in self._fds.items():
+                if queue not in names:
+                    continue
+                try:
+                    self._epoll.unregister(fd)
+                    self._register(fd)
+                except (OSError, ValueError):
+                    self._broken = True  # the wait's next safety tick makes a new listener
 
     def ready(self, timeout: float) -> bool:
         """True when a token came (all that the woken channels held are taken), within
@@ -138,16 +163,18 @@ class Listener:
         return bool(events)
 
     def stale(self) -> bool:
-        """Whether a channel's FIFO was removed or replaced (the writers now use another)."""
-        return any(_ident(path) != ident for path, ident in self._fds.values())
+        """Whether a channel's FIFO was removed or replaced (the writers now use another), or
+        a `step_back` failed half-way."""
+        return self._broken or any(_ident(path) != ident for _, path, ident in self._fds.values())
 
     def close(self) -> None:
         """Close the FIFOs and the epoll instance (in a forked child: its copies only)."""
-        fds, self._fds = list(self._fds), {}
-        _close_all(fds)
-        epoll = getattr(self, "_epoll", None)  # absent when select.epoll() failed
-        if epoll is not None:
-            epoll.close()
+        with self._lock:
+            fds, self._fds = list(self._fds), {}
+            _close_all(fds)
+            epoll = getattr(self, "_epoll", None)  # absent when select.epoll() failed
+            if epoll is not None:
+                epoll.close()
 
     def __del__(self) -> None:
         self.close()
@@ -169,8 +196,21 @@ class Channels:
         # queue -> (descriptor, identity of the FIFO, when that was last checked)
         self._writers: dict[str, tuple[int, tuple[int, int] | None, float]] = {}
         self._retired: list[int] = []  # descriptors of FIFOs replaced: closed with the object
+        self._listeners: weakref.WeakSet[Listener] = weakref.WeakSet()  # every thread's
 
     # -- writers ---------------------------------------------------------------------------
+
+    def pass_on(self, queues: Iterable[str]) -> None:
+        """`wake`, for a claim that left jobs behind, after this process's own listeners of
+        those queues stepped back: the thread waiting first is most often this very worker's
+        store watcher, which went back to waiting before its worker claimed and filled up,
+        and would take the token from the idle workers it is meant for."""
+        if not self.enabled:
+            return
+        names = set(queues)
+        for listener in list(self._listeners):
+            listener.step_back(names)
+        self.wake(names)
 
     def wake(self, queues: Iterable[str]) -> None:
         """One token into the channel of each queue: one thread waiting on it, on this host,
@@ -232,6 +272,7 @@ class Channels:
                 inherited = [fd for fd, _, _ in self._writers.values()] + self._retired
                 self._writers, self._retired = {}, []
                 self._local = threading.local()  # the listeners close their copies when collected
+                self._listeners = weakref.WeakSet()
                 self._pid = os.getpid()
                 _close_all(inherited)
 
@@ -256,6 +297,7 @@ class Channels:
         except OSError:
             return None, False  # no FIFOs here, or out of descriptors: poll
         self._local.listener = listener
+        self._listeners.add(listener)
         return listener, True
 
     def close(self) -> None:

@@ -205,9 +205,9 @@ class SQLiteStore(SQLiteViews):
             at = self._now(now)
             flags, woken = self._settled(db, settlements, at, queues)
             taken = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else None
-        if taken:
-            woken |= taken[2]
         self._wake(woken)
+        if taken and taken[2]:
+            self._channels.pass_on(taken[2])  # due jobs left behind: the next idle worker's turn
         return flags, claimed(taken) if taken else []
 
     @staticmethod
@@ -245,7 +245,8 @@ class SQLiteStore(SQLiteViews):
             return []
         with self._write() as db:
             taken = claim_jobs(db, queues, holder, limit, self._now(now))
-        self._wake(taken[2])  # due jobs left behind: the next idle worker's turn
+        if taken[2]:
+            self._channels.pass_on(taken[2])  # due jobs left behind: the next idle worker's turn
         return claimed(taken)
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
