@@ -16,7 +16,7 @@ from tinyjobs.holder import Holder
 from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement, WorkerBeat
 from tinyjobs.stores.sqlite import open as open_sqlite
 from tinyjobs.stores.sqlite import store as store_module
-from tinyjobs.stores.sqlite.channels import Channels, Listener, channel_path
+from tinyjobs.stores.sqlite.channels import PASSED, TOKEN, Channels, _open_fifo, channel_path
 from tinyjobs.stores.sqlite.doorbell import WAKE_ENV
 
 pytestmark = pytest.mark.skipif(not Channels("/nonexistent").enabled, reason="no epoll here")
@@ -33,19 +33,33 @@ def sq(tmp_path):
 
 
 class Observer:
-    """A listener per queue, made before the writes (a queue's channel exists once a thread
-    waits for it: writes to a queue nobody waits for send nothing)."""
+    """The channels of some queues, read directly: made before the writes (a queue's channel
+    exists once a thread waits for it: writes to a queue nobody waits for send nothing)."""
 
     def __init__(self, sq, *queues: str) -> None:
-        self.listeners = {q: Listener(sq.path, (q,)) for q in queues}
+        self.fds = {}
+        for q in queues:
+            fd = _open_fifo(channel_path(sq.path, q), create=True)
+            assert fd is not None
+            self.fds[q] = fd
+
+    def tokens(self) -> dict[str, bytes]:
+        """The tokens each queue got since the last look (they are taken)."""
+        got = {}
+        for q, fd in self.fds.items():
+            try:
+                got[q] = os.read(fd, 65536)
+            except BlockingIOError:
+                pass
+        return got
 
     def woken(self) -> set[str]:
-        """The queues that got a token since the last look (the tokens are taken)."""
-        return {q for q, listener in self.listeners.items() if listener.ready(0)}
+        """The queues that got a token since the last look."""
+        return set(self.tokens())
 
     def close(self) -> None:
-        for listener in self.listeners.values():
-            listener.close()
+        for fd in self.fds.values():
+            os.close(fd)
 
 
 @pytest.fixture
@@ -58,7 +72,7 @@ def seen(sq):
 def test_enqueue_wakes_its_queue_and_the_idle_fleets_writes_do_not(sq, seen):
     holder = Holder.current()
     sq.enqueue([NewJob(id="a", task="t")])
-    assert seen.woken() == {"default"}
+    assert seen.tokens() == {"default": TOKEN}
     assert seen.woken() == set()  # taken
     sq.enqueue([NewJob(id="m", task="t", queue="mail"), NewJob(id="b", task="t")])
     assert seen.woken() == {"default", "mail"}
@@ -120,9 +134,9 @@ def test_a_claim_that_leaves_jobs_behind_passes_the_wake_up_on(sq, seen):
     sq.enqueue([NewJob(id=f"j{i}", task="t") for i in range(5)])
     seen.woken()
     assert len(sq.claim(QUEUES, holder, 2)) == 2
-    assert seen.woken() == {"default"}  # three left: another waiter's turn
+    assert seen.tokens() == {"default": PASSED}  # three left: another waiter's turn
     assert len(sq.settle_and_claim([], QUEUES, holder, 2)[1]) == 2
-    assert seen.woken() == {"default"}
+    assert seen.tokens() == {"default": PASSED}
     assert len(sq.claim(QUEUES, holder, 1)) == 1  # the last one: none left behind
     assert seen.woken() == set()
     sq.enqueue([NewJob(id=f"k{i}", task="t") for i in range(3)])
@@ -193,6 +207,20 @@ def test_a_token_sent_between_two_waits_ends_the_next_one(sq, tmp_path, monkeypa
     assert sq.wait(["default"], 0) is False  # the token was taken
 
 
+def test_a_passed_on_token_nobody_waited_for_does_not_end_a_later_wait(sq, tmp_path, monkeypatch):
+    """A claim passes a token on for a worker waiting at that moment; when none was, the busy
+    workers take the jobs on their own cycle, and a draining worker's watcher must not turn
+    its loop for it each time it goes back to waiting."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)
+    assert sq.wait(["default"], 0) is False  # the listener is made
+    other = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    other._channels.pass_on(["default"])
+    assert sq.wait(["default"], 0) is False
+    other._channels.wake(["default"])  # a job's token left there does end it
+    assert sq.wait(["default"], 0) is True
+    other.close()
+
+
 def test_each_token_wakes_one_of_two_waiting_threads(sq, monkeypatch):
     """Ten jobs one after the other, each once the previous one's wake-up was seen: ten
     wake-ups in all. Were every waiter woken (the herd), the other thread would wake for each
@@ -234,7 +262,7 @@ def test_each_token_wakes_one_of_two_waiting_threads(sq, monkeypatch):
 def test_channels_are_fifos_that_hold_nothing_on_disk(sq, seen):
     sq.enqueue([NewJob(id=f"j{i}", task="t") for i in range(3)])
     odd = "mail/room 2 ✉"
-    Observer(sq, odd).close()
+    Observer(sq, odd).close()  # makes the FIFO, as a waiter's listener does
     for queue in ("default", "mail", odd):
         path = channel_path(sq.path, queue)
         assert os.path.dirname(path) == os.path.dirname(sq.path)

@@ -9,8 +9,9 @@ kernel then wakes one thread among those sleeping in epoll_wait on that FIFO, no
 (epoll(7), EPOLLEXCLUSIVE; a pipe write wakes its epoll waiters whether or not it was empty
 once the pipe has been polled). The woken thread reads every token the FIFO holds, so tokens
 never pile up behind a reader. A worker that claims as many jobs as it asked for while more
-are waiting passes a token on (store.py), so a burst reaches the other idle workers one after
-another without every enqueue waking them all.
+are waiting passes a token on (`pass_on`, a token of its own kind), so a burst reaches the
+other idle workers one after another without every enqueue waking them all; its own process's
+waiters step to the end of the line first.
 
 No lost wake-up: a token written while no thread waits stays in the FIFO, and the epoll
 instances of the threads that hold the FIFO open have it on their ready lists, so the next
@@ -50,7 +51,8 @@ from collections.abc import Iterable, Sequence
 from .doorbell import WAKE_ENV
 
 SUFFIX = "-wake-"
-TOKEN = b"\x01"
+TOKEN = b"\x01"  # jobs may be claimable
+PASSED = b"\x02"  # a claim left jobs behind: for a worker waiting at that moment
 READ_AT_ONCE = 65536  # a pipe's default capacity: one read takes every token it holds
 WRITER_CHECK = 1.0  # seconds between a writer's checks that its FIFO is still the one at the path
 _PLAIN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -151,16 +153,30 @@ class Listener:
 
     def ready(self, timeout: float) -> bool:
         """True when a token came (all that the woken channels held are taken), within
-        `timeout` seconds. A wake-up whose token another waiter took meanwhile counts too: it
-        is rare, and a spurious wake-up is allowed."""
+        `timeout` seconds. Tokens already there when the wait begins count when they say that
+        jobs may be claimable (a job added between a claim and this wait), not when a claim
+        passed them on: those were for a worker waiting at that moment, and nobody was (else
+        the kernel would have woken it), so the busy workers take those jobs on their own
+        cycle; waking for them would only cost a draining worker a turn of its loop. A
+        wake-up whose token another waiter took meanwhile counts too: it is rare, and a
+        spurious wake-up is allowed."""
         try:
-            events = self._epoll.poll(max(0.0, timeout))
+            if self._take(self._epoll.poll(0), waited=False):
+                return True
+            return self._take(self._epoll.poll(max(0.0, timeout)), waited=True)
         except InterruptedError:
             return True
+
+    def _take(self, events: list[tuple[int, int]], waited: bool) -> bool:
+        """Read the tokens of the channels that `events` name; whether they end the wait."""
+        woken = False
         for fd, _ in events:
-            with contextlib.suppress(BlockingIOError, InterruptedError):
-                os.readv(fd, [self._buffer])
-        return bool(events)
+            try:
+                size = os.readv(fd, [self._buffer])
+            except (BlockingIOError, InterruptedError):
+                size = 0
+            woken = woken or waited or self._buffer.find(TOKEN, 0, size) >= 0
+        return woken
 
     def stale(self) -> bool:
         """Whether a channel's FIFO was removed or replaced (the writers now use another), or
@@ -210,9 +226,9 @@ class Channels:
         names = set(queues)
         for listener in list(self._listeners):
             listener.step_back(names)
-        self.wake(names)
+        self.wake(names, PASSED)
 
-    def wake(self, queues: Iterable[str]) -> None:
+    def wake(self, queues: Iterable[str], token: bytes = TOKEN) -> None:
         """One token into the channel of each queue: one thread waiting on it, on this host,
         wakes. Never raises: a channel that cannot be written leaves waiters to their tick."""
         if not self.enabled:
@@ -222,7 +238,7 @@ class Channels:
             if fd is None:
                 continue  # no FIFO: no thread of this host ever waited for the queue
             try:
-                os.write(fd, TOKEN)
+                os.write(fd, token)
             except BlockingIOError:
                 pass  # full (64 KiB of tokens nobody read): tokens enough
             except OSError:
