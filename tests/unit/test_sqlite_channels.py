@@ -136,7 +136,7 @@ def test_a_claim_that_leaves_jobs_behind_passes_the_wake_up_on(sq, seen):
     assert len(sq.claim(QUEUES, holder, 2)) == 2
     assert seen.tokens() == {"default": PASSED}  # three left: another waiter's turn
     assert len(sq.settle_and_claim([], QUEUES, holder, 2)[1]) == 2
-    assert seen.tokens() == {"default": PASSED}
+    assert seen.tokens() == {}  # a worker's own cycle: it comes back for the rest itself
     assert len(sq.claim(QUEUES, holder, 1)) == 1  # the last one: none left behind
     assert seen.woken() == set()
     sq.enqueue([NewJob(id=f"k{i}", task="t") for i in range(3)])
@@ -151,48 +151,75 @@ def waiting_in_epoll(tid: int) -> bool:
         return "epoll" in f.read()
 
 
-def test_the_wake_up_a_claim_passes_on_goes_to_another_worker(sq, tmp_path, monkeypatch):
-    """A worker's store watcher goes back to waiting before its worker claims, so when that
-    claim fills the worker up and passes a wake-up on, the first thread waiting in the kernel's
-    line is often that watcher: it steps back first, and the idle one gets the token."""
-    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)
-    other = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")  # another worker's store
-    woke: list[str] = []
-    tids: dict[str, int] = {}
-    stop = threading.Event()
+class TwoWorkers:
+    """This worker's store watcher (a thread waiting on `sq`, first in the kernel's line of
+    waiters) and an idle worker's (a thread waiting on another store of the same file),
+    both asleep in epoll_wait; `woke` names the threads whose waits a wake-up ended."""
 
-    def waiter(name: str, store) -> None:
-        tids[name] = threading.get_native_id()
-        while not stop.is_set():
-            if store.wait(["default"], 60.0) and not stop.is_set():
-                woke.append(name)
-
-    sq.wait(["default"], 0)  # nothing yet: the listener of this worker, first in line
-    own = threading.Thread(target=waiter, args=("own", sq), daemon=True)
-    idle = threading.Thread(target=waiter, args=("idle", other), daemon=True)
-    try:
-        own.start()
+    def __init__(self, sq, path) -> None:
+        self.other = open_sqlite(f"sqlite:///{path}")
+        self.woke: list[str] = []
+        self.tids: dict[str, int] = {}
+        self.stop = threading.Event()
+        self.sq = sq
+        sq.wait(["default"], 0)  # the listener of this worker's store, first in line
+        self.threads = []
         deadline = time.monotonic() + 10
-        while not ("own" in tids and waiting_in_epoll(tids["own"])) and time.monotonic() < deadline:
+        for name, store in (("own", sq), ("idle", self.other)):
+            thread = threading.Thread(target=self._wait, args=(name, store), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+            while not (name in self.tids and waiting_in_epoll(self.tids[name])):
+                assert time.monotonic() < deadline, f"the {name} thread never waited"
+                time.sleep(0.001)
+
+    def _wait(self, name: str, store) -> None:
+        self.tids[name] = threading.get_native_id()
+        while not self.stop.is_set():
+            if store.wait(["default"], 60.0) and not self.stop.is_set():
+                self.woke.append(name)
+
+    def first_woken(self) -> str:
+        deadline = time.monotonic() + 10
+        while not self.woke and time.monotonic() < deadline:
             time.sleep(0.001)
-        idle.start()
-        while not ("idle" in tids and waiting_in_epoll(tids["idle"])) and time.monotonic() < deadline:
-            time.sleep(0.001)
-        assert waiting_in_epoll(tids["own"]) and waiting_in_epoll(tids["idle"])
-        later = time.time() + 60
-        sq.enqueue([NewJob(id=f"j{i}", task="t", at=later) for i in range(5)])  # due later: no token
-        assert len(sq.claim(QUEUES, Holder.current(), 2, now=later)) == 2  # three left behind
-        while not woke and time.monotonic() < deadline:
-            time.sleep(0.001)
-        assert woke == ["idle"]
-    finally:
-        stop.set()
+        assert self.woke, "nobody woke"
+        return self.woke[0]
+
+    def close(self) -> None:
+        self.stop.set()
         deadline = time.monotonic() + 20
-        while (own.is_alive() or idle.is_alive()) and time.monotonic() < deadline:
-            sq._channels.wake(["default"])  # one token: one waiter leaves
-            own.join(0.05)
-            idle.join(0.05)
-        other.close()
+        while any(t.is_alive() for t in self.threads) and time.monotonic() < deadline:
+            self.sq._channels.wake(["default"])  # one token: one waiter leaves
+            for t in self.threads:
+                t.join(0.05)
+        self.other.close()
+
+
+@pytest.fixture
+def two(sq, tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)  # only tokens end these waits
+    two = TwoWorkers(sq, tmp_path / "jobs.db")
+    yield two
+    two.close()
+
+
+def test_a_worker_that_fills_its_slots_steps_back_for_the_idle_ones(sq, two):
+    """A worker's store watcher goes back to waiting before its worker claims: once that claim
+    filled the worker, the next job's token must go to the idle worker, not to that watcher."""
+    later = time.time() + 60
+    sq.enqueue([NewJob(id="a", task="t", at=later)])  # due later: no token
+    assert len(sq.claim(QUEUES, Holder.current(), 1, now=later)) == 1  # full
+    assert two.woke == []
+    sq.enqueue([NewJob(id="b", task="t")])
+    assert two.first_woken() == "idle"
+
+
+def test_the_wake_up_a_claim_passes_on_goes_to_another_worker(sq, two):
+    later = time.time() + 60
+    sq.enqueue([NewJob(id=f"j{i}", task="t", at=later) for i in range(5)])  # due later: no token
+    assert len(sq.claim(QUEUES, Holder.current(), 2, now=later)) == 2  # three left behind
+    assert two.first_woken() == "idle"
 
 
 def test_a_token_sent_between_two_waits_ends_the_next_one(sq, tmp_path, monkeypatch):

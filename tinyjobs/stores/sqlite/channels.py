@@ -8,10 +8,11 @@ writes one byte (a wake-up token) into the FIFO of each queue it made jobs claim
 kernel then wakes one thread among those sleeping in epoll_wait on that FIFO, not all of them
 (epoll(7), EPOLLEXCLUSIVE; a pipe write wakes its epoll waiters whether or not it was empty
 once the pipe has been polled). The woken thread reads every token the FIFO holds, so tokens
-never pile up behind a reader. A worker that claims as many jobs as it asked for while more
-are waiting passes a token on (`pass_on`, a token of its own kind), so a burst reaches the
-other idle workers one after another without every enqueue waking them all; its own process's
-waiters step to the end of the line first.
+never pile up behind a reader. A worker whose claim fills its slots steps to the end of the
+kernel's line of waiters (`step_back`), so that tokens go to idle workers first; when that claim
+was one that a wake-up led to and it left due jobs behind, it passes a token on (`pass_on`, a
+token of its own kind), so a burst reaches the other idle workers one after another without
+every enqueue waking them all.
 
 No lost wake-up: a token written while no thread waits stays in the FIFO, and the epoll
 instances of the threads that hold the FIFO open have it on their ready lists, so the next
@@ -216,17 +217,23 @@ class Channels:
 
     # -- writers ---------------------------------------------------------------------------
 
-    def pass_on(self, queues: Iterable[str]) -> None:
-        """`wake`, for a claim that left jobs behind, after this process's own listeners of
-        those queues stepped back: the thread waiting first is most often this very worker's
-        store watcher, which went back to waiting before its worker claimed and filled up,
-        and would take the token from the idle workers it is meant for."""
-        if not self.enabled:
+    def step_back(self, queues: Iterable[str]) -> None:
+        """This process's listeners of `queues` go to the end of the kernel's line of waiters
+        (a worker that has just filled its slots: the next tokens go to idle workers first). A
+        worker's store watcher goes back to waiting before its worker claims, so without this
+        the first thread in line, the one the kernel wakes, would often be the watcher of a
+        worker with no room left, which would take the token from the idle ones."""
+        if not self.enabled or not self._listeners:
             return
         names = set(queues)
         for listener in list(self._listeners):
             listener.step_back(names)
-        self.wake(names, PASSED)
+
+    def pass_on(self, queues: Iterable[str]) -> None:
+        """A token of its own kind for each queue where a claim left due jobs behind: one more
+        waiting worker wakes, if one waits now (see Listener.ready). The caller steps back
+        first."""
+        self.wake(queues, PASSED)
 
     def wake(self, queues: Iterable[str], token: bytes = TOKEN) -> None:
         """One token into the channel of each queue: one thread waiting on it, on this host,

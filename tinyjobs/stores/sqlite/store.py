@@ -199,15 +199,17 @@ class SQLiteStore(SQLiteViews):
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
         """One transaction: the settlements, then the claim (one fsync for both). Wakes the
-        queues where the settlements may have made jobs claimable (see _settled), and passes
-        a wake-up on where the claim left due jobs behind."""
+        queues where the settlements may have made jobs claimable (see _settled)."""
         with self._write() as db:
             at = self._now(now)
             flags, woken = self._settled(db, settlements, at, queues)
             taken = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else None
         self._wake(woken)
-        if taken and taken[2]:
-            self._channels.pass_on(taken[2])  # due jobs left behind: the next idle worker's turn
+        if taken and len(taken[0]) == limit:
+            # This worker is full: the next tokens of its queues go to idle workers first. No
+            # token is passed on for the jobs it left behind: it takes them itself on its next
+            # cycle, and another worker with room has been woken by their own tokens.
+            self._channels.step_back(queues)
         return flags, claimed(taken) if taken else []
 
     @staticmethod
@@ -245,8 +247,12 @@ class SQLiteStore(SQLiteViews):
             return []
         with self._write() as db:
             taken = claim_jobs(db, queues, holder, limit, self._now(now))
-        if taken[2]:
-            self._channels.pass_on(taken[2])  # due jobs left behind: the next idle worker's turn
+        if len(taken[0]) == limit:
+            self._channels.step_back(queues)  # full: the next tokens go to idle workers first
+            if taken[2]:
+                # Due jobs left behind (a burst, a resumed queue, scheduled jobs now due): the
+                # next idle worker's turn.
+                self._channels.pass_on(taken[2])
         return claimed(taken)
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
