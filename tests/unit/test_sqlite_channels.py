@@ -6,6 +6,7 @@ next wait, one token waking one of two waiting threads, and the polling fallback
 from __future__ import annotations
 
 import os
+import select
 import stat
 import threading
 import time
@@ -328,3 +329,32 @@ def test_the_fallback_polls(tmp_path, monkeypatch):
         assert sq.wait(["default"], 10.0) is True
     finally:
         sq.close()
+
+
+def test_a_forked_child_waits_on_listeners_of_its_own(sq, monkeypatch):
+    """The parent waited (its listener and writers exist) and then forks: the child starts
+    afresh (its copies of the parent's descriptors closed, the lock new) and is woken by a
+    job the parent enqueues while only the child waits."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)
+    sq.wait(["default"], 0)
+    sq.enqueue([NewJob(id="before", task="t", delay=60)])
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether a token ended its wait, then leave at once
+        try:
+            sq.wait(["default"], 0)  # its own listener
+            os.write(write_end, b"r")
+            os.write(write_end, b"w" if sq.wait(["default"], 30.0) else b"t")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 1) == b"r"
+        # The child's listener is made; its wait may not have begun yet, but a token written
+        # before it sleeps waits in the channel for it.
+        sq.enqueue([NewJob(id="after", task="t")])
+        ready, _, _ = select.select([read_end], [], [], 30)
+        assert ready and os.read(read_end, 1) == b"w"
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)

@@ -214,6 +214,7 @@ class Channels:
         self._writers: dict[str, tuple[int, tuple[int, int] | None, float]] = {}
         self._retired: list[int] = []  # descriptors of FIFOs replaced: closed with the object
         self._listeners: weakref.WeakSet[Listener] = weakref.WeakSet()  # every thread's
+        _ALL.add(self)
 
     # -- writers ---------------------------------------------------------------------------
 
@@ -226,7 +227,9 @@ class Channels:
         if not self.enabled or not self._listeners:
             return
         names = set(queues)
-        for listener in list(self._listeners):
+        with self._lock:  # another thread may be adding its listener
+            listeners = list(self._listeners)
+        for listener in listeners:
             listener.step_back(names)
 
     def pass_on(self, queues: Iterable[str]) -> None:
@@ -288,16 +291,20 @@ class Channels:
                 self._retired.append(fd)
 
     def _after_fork(self) -> None:
-        """In a forked child: start afresh, closing this process's copies of the inherited
-        descriptors (the parent's stay open: closing a copy touches only the child's)."""
-        with self._lock:
-            if self._pid != os.getpid():
-                inherited = [fd for fd, _, _ in self._writers.values()] + self._retired
-                self._writers, self._retired = {}, []
-                self._local = threading.local()  # the listeners close their copies when collected
-                self._listeners = weakref.WeakSet()
-                self._pid = os.getpid()
-                _close_all(inherited)
+        """In a forked child (at the fork, from os.register_at_fork, while the child has one
+        thread; else at its first use there): start afresh, closing this process's copies of
+        the inherited descriptors (the parent's stay open: closing a copy touches only the
+        child's). The lock is replaced, not taken: another thread of the parent may have held
+        it at the fork."""
+        if self._pid == os.getpid():
+            return
+        self._lock = threading.Lock()
+        inherited = [fd for fd, _, _ in self._writers.values()] + self._retired
+        self._writers, self._retired = {}, []
+        self._local = threading.local()  # the listeners close their copies when collected
+        self._listeners = weakref.WeakSet()
+        self._pid = os.getpid()
+        _close_all(inherited)
 
     # -- waiters ---------------------------------------------------------------------------
 
@@ -320,7 +327,8 @@ class Channels:
         except OSError:
             return None, False  # no FIFOs here, or out of descriptors: poll
         self._local.listener = listener
-        self._listeners.add(listener)
+        with self._lock:
+            self._listeners.add(listener)
         return listener, True
 
     def close(self) -> None:
@@ -342,3 +350,14 @@ def _close_all(fds: Iterable[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+_ALL: weakref.WeakSet[Channels] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for channels in list(_ALL):
+        channels._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
