@@ -11,8 +11,10 @@ from tinyjobs.stores.base import Claimed, QueuePolicy
 from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job
 from .views import paused_queues
 
-# The claim statement's rows (by position: queries.sql, `claim`) and the steps of those jobs.
-Taken = tuple[list[tuple], dict[int, dict[str, str]]]
+# The claim statement's rows (by position: queries.sql, `claim`), the steps of those jobs, and
+# the queues where due jobs were left behind because `limit` was reached (the store passes a
+# wake-up on to another waiter of those: a burst reaches every idle worker, one by one).
+Taken = tuple[list[tuple], dict[int, dict[str, str]], set[str]]
 
 
 def claim_jobs(
@@ -27,17 +29,24 @@ def claim_jobs(
     `claimed` once the transaction has committed: decoding payloads need not hold the
     file's write lock, which every other worker is waiting for."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
+    more: set[str] = set()
     paused = paused_queues(conn)  # LIM-04: read in this transaction, serialised with pause()
     for policy in queues.values():
         if policy.name in paused:
             continue
         room = _queue_room(conn, policy, limit, now)
         if room > 0:
-            picks.extend(_pick(conn, policy, room, now))
+            found, left = _pick(conn, policy, room, now)
+            picks.extend(found)
+            if left and room == limit:
+                # Not when the queue's own limits cut its room: another worker could not
+                # take those jobs either (a lease ending there wakes it, see store._settled).
+                more.add(policy.name)
     picks.sort()
+    more.update(pick[3] for pick in picks[limit:])
     picks = picks[:limit]
     if not picks:
-        return [], {}
+        return [], {}, more
     by_queue: dict[str, list[int]] = {}
     for _, _, seq, name in picks:
         by_queue.setdefault(name, []).append(seq)
@@ -57,12 +66,12 @@ def claim_jobs(
     if stepped:
         for seq, step, value in conn.execute(Q["claim_steps"], (as_json(stepped),)):
             steps.setdefault(seq, {})[step] = value
-    return rows, steps
+    return rows, steps, more
 
 
 def claimed(taken: Taken) -> list[Claimed]:
     """The snapshots of what claim_jobs took, in claim order (priority, due, seq)."""
-    rows, steps = taken
+    rows, steps, _ = taken
     rows.sort(key=lambda row: (-row[PRIORITY], row[DUE], row[SEQ]))
     return [
         Claimed(claimed_job(row), row[TOKEN], float(row[LEASE_SECONDS]), steps.get(row[SEQ], {}))
@@ -86,9 +95,11 @@ def _queue_room(conn: sqlite3.Connection, policy: QueuePolicy, limit: int, now: 
 
 def _pick(
     conn: sqlite3.Connection, policy: QueuePolicy, room: int, now: float
-) -> list[tuple[int, float, int, str]]:
+) -> tuple[list[tuple[int, float, int, str]], bool]:
     """Up to `room` candidates of one queue in claim order; a full group's jobs are set aside
-    and later jobs of other groups still taken (LIM-03)."""
+    and later jobs of other groups still taken (LIM-03). Also whether due jobs are left once
+    the room is filled: each page asks for one row more than it needs, to know (a job left
+    in a group found full counts too: a wake-up too many is harmless, one too few is not)."""
     grouped = policy.group_concurrency is not None or policy.group_rate is not None
     running: dict[str, int] = {}
     starts: dict[str, int] = {}
@@ -100,9 +111,10 @@ def _pick(
     full = {g for g in set(running) | set(starts) if _is_full(policy, g, running, starts)}
     picks: list[tuple[int, float, int, str]] = []
     taken: list[int] = []
+    left = False
     while len(picks) < room:
         # Ask for a few more than needed, since jobs of groups that fill up are skipped.
-        page = (room - len(picks)) * (2 if grouped else 1) + (8 if grouped else 0)
+        page = (room - len(picks)) * (2 if grouped else 1) + (8 if grouped else 1)
         params = {"queue": policy.name, "now": now, "limit": page}
         if full or taken:
             params["full"], params["taken"] = as_json(full), as_json(taken)
@@ -110,6 +122,9 @@ def _pick(
         else:
             rows = conn.execute(Q["claim_candidates_first"], params).fetchall()
         for seq, queue, group, priority, due in rows:
+            if len(picks) >= room:
+                left = True  # a candidate past the room
+                break
             if group is not None and group in full:
                 continue
             picks.append((-priority, due, seq, queue))
@@ -119,11 +134,10 @@ def _pick(
                 starts[group] = starts.get(group, 0) + 1
                 if _is_full(policy, group, running, starts):
                     full.add(group)
-            if len(picks) >= room:
-                break
         if len(rows) < page:
             break
-    return picks
+    # The room filled on the page's last row: whether any come after it is unknown.
+    return picks, left or (len(picks) >= room and len(rows) == page)
 
 
 def _is_full(policy: QueuePolicy, group: str, running: dict[str, int], starts: dict[str, int]) -> bool:

@@ -1,17 +1,21 @@
-"""The SQLite store's doorbell: a small file beside the database that a writer touches after
-committing a change that can make a job claimable, and that waiting workers watch with Linux
-inotify, so that an idle worker sleeps in the kernel instead of polling.
+"""The SQLite store's bells: a small file beside the database that a writer touches after a
+commit, and that threads waiting for that news watch with Linux inotify, so that they sleep in
+the kernel instead of polling.
 
-`<database>-wake` holds one byte. `ring()` rewrites it (one pwrite, no fsync: the bell carries
-no data, and a crash loses nothing but a wake-up that the waiters' safety tick makes up for).
-Every write of it is an IN_MODIFY event for every inotify watch on the file, in this process
-and in every other one on this host. Heartbeats, lease renewals and claims do not ring, so an
-idle fleet that beats every few seconds wakes nobody.
+The store rings one: `<database>-unlock`, after every write's COMMIT; a writer waiting for the
+write lock (connection.begin_immediate) watches it and tries again at once. (Waiting workers do
+not use a bell: a bell wakes every watcher on the host, and a job should wake one worker. They
+wait on the wake-up channels of channels.py. Versions before those rang `<database>-wake`.)
+
+A bell file holds one byte. `ring()` rewrites it (one pwrite, no fsync: the bell carries no
+data, and a crash loses nothing but a wake-up that the waiters' own timeouts make up for).
+Every write of it is an IN_MODIFY event for every inotify watch on the file, in this process and
+in every other one on this host.
 
 `Watch` is one thread's inotify instance on the bell, made through ctypes on the C library
 (inotify_init1 / inotify_add_watch; no dependency). Where that is impossible (not Linux, no
 inotify on the filesystem, the per-user limit of instances reached, or the env var
-TINYJOBS_SQLITE_WAKE=poll), `Doorbell.watch()` returns None and the store polls instead.
+TINYJOBS_SQLITE_WAKE=poll), `Doorbell.watch()` returns None and the waiter sleeps instead.
 """
 
 from __future__ import annotations
@@ -25,9 +29,8 @@ import struct
 import sys
 import threading
 
-UNLOCK_SUFFIX = "-unlock"  # the second bell: rung after every write commit (see store._write)
-WAKE_ENV = "TINYJOBS_SQLITE_WAKE"  # "poll" forces the polling fallback, for tests and odd systems
-SUFFIX = "-wake"
+UNLOCK_SUFFIX = "-unlock"  # rung after every write commit (see store._write)
+WAKE_ENV = "TINYJOBS_SQLITE_WAKE"  # "poll" forces the fallbacks, for tests and odd systems
 
 IN_MODIFY = 0x00000002
 IN_ATTRIB = 0x00000004
@@ -108,7 +111,7 @@ class Watch:
 class Doorbell:
     """The bell of one database file: `ring()` after commits, `watch()` for this thread."""
 
-    def __init__(self, database: str, mode: str | None = None, suffix: str = SUFFIX) -> None:
+    def __init__(self, database: str, mode: str | None = None, suffix: str = UNLOCK_SUFFIX) -> None:
         self.path = database + suffix
         mode = (mode if mode is not None else os.environ.get(WAKE_ENV, "")).strip().lower()
         self.enabled = _LIBC is not None and mode != "poll"
@@ -137,8 +140,8 @@ class Doorbell:
             return self._fd
 
     def ring(self) -> None:
-        """Tell every watcher on this host that jobs may have become claimable. Never raises:
-        a bell that cannot ring only leaves waiters to their safety tick."""
+        """Tell every watcher on this host. Never raises: a bell that cannot ring only leaves
+        waiters to their own timeouts."""
         if not self.enabled:
             return
         fd = self._open()

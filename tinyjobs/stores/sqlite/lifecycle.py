@@ -47,8 +47,9 @@ def finish(
     now: float,
     result: str | None = None,
     error: str | None = None,
-) -> None:
-    """Make a running job final; release or cancel the jobs that run after it."""
+) -> set[str]:
+    """Make a running job final; release or cancel the jobs that run after it. Returns the
+    queues of the jobs it released (claimable now: the store wakes them)."""
     expires = rules.expires_at(state, now, row["dedupe"], row["keep"])
     db.execute(
         Q["finish_job"],
@@ -62,9 +63,9 @@ def finish(
         },
     )
     if state == DONE:
-        db.execute(Q["release_dependents"], {"seq": row["seq"], "now": now})
-    else:
-        cancel_dependents(db, row["seq"], row["id"], state, now)
+        return {r[0] for r in db.execute(Q["release_dependents"], {"seq": row["seq"], "now": now})}
+    cancel_dependents(db, row["seq"], row["id"], state, now)
+    return set()
 
 
 def requeue(db: Executor, row: sqlite3.Row, due: float, give_back: int, error: str | None = None) -> None:
@@ -88,11 +89,14 @@ def end_lease(db: Executor, row: sqlite3.Row, outcome: str, now: float) -> None:
         finish(db, row, state, now, error=error)
 
 
-def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
-    """Apply one settlement if its token is still on the job; False (nothing changed) if not."""
+def settle_one(db: Executor, settlement: Settlement, now: float, woken: set[str]) -> bool:
+    """Apply one settlement if its token is still on the job; False (nothing changed) if not.
+    Adds to `woken` the queues where it may have made jobs claimable: the job's own (pending
+    again, or a running slot freed) and those of the dependents it released."""
     row = db.execute(Q["settle_running"], (settlement.job_id, settlement.token)).fetchone()
     if row is None:
         return False
+    woken.add(row["queue"])
     outcome = settlement.outcome
     error = bound_error(settlement.error)
     cancel = bool(row["cancel_requested"])
@@ -102,7 +106,7 @@ def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
     if state == CANCELLED:
         finish(db, row, CANCELLED, now, error=rules.CANCELLED_WHILE_RUNNING)
     elif state == DONE:
-        finish(db, row, DONE, now, result=settlement.result)
+        woken |= finish(db, row, DONE, now, result=settlement.result)
     elif state == FAILED:
         finish(db, row, FAILED, now, error=error)
     else:
@@ -115,21 +119,21 @@ def settle_one(db: Executor, settlement: Settlement, now: float) -> bool:
 
 def settle_done_batch(
     db: Executor, settlements: Sequence[Settlement], now: float
-) -> tuple[set[tuple[str, str]], int]:
+) -> tuple[set[tuple[str, str]], set[str], set[str]]:
     """Apply the done settlements of a batch in three statements, whatever its size; returns
-    the (job id, token) pairs applied and how many dependents that released (they are
-    claimable now: the store rings its doorbell). Those left out (a lost lease, a cancellation
-    asked for) are for settle_one, which tells them apart."""
+    the (job id, token) pairs applied, the queues of those jobs, and the queues of the
+    dependents that released (claimable now: the store wakes them). Those left out (a lost
+    lease, a cancellation asked for) are for settle_one, which tells them apart."""
     done = [(s.job_id, s.token, s.result) for s in settlements if s.outcome == "done" and not s.execution]
     if not done:
-        return set(), 0
+        return set(), set(), set()
     rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
-    released = 0
+    released: set[str] = set()
     if rows:
         db.execute(Q["settle_close_done"], {"seqs": json.dumps([row[0] for row in rows]), "now": now})
         parents = [row[0] for row in rows if row[2]]
         if parents:
             params = {"seqs": json.dumps(parents), "now": now}
-            released = db.execute(Q["settle_release_done"], params).rowcount
+            released = {r[0] for r in db.execute(Q["settle_release_done"], params)}
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
-    return {(row[1], token_of[row[1]]) for row in rows}, released
+    return {(row[1], token_of[row[1]]) for row in rows}, {row[3] for row in rows}, released

@@ -132,7 +132,7 @@ WHERE job_seq = :seq AND ended_at IS NULL
 -- name: release_dependents
 -- Blocked children of a job that just succeeded, whose parents are now all done (a parent
 -- purged meanwhile was done: only done parents are purged while a child still waits).
--- A dependent never runs before its own due time.
+-- A dependent never runs before its own due time. Their queues are woken (store._wake).
 UPDATE jobs SET state = 'pending', due = max(due, :now)
 WHERE state = 'blocked'
   AND seq IN (SELECT child_seq FROM deps WHERE parent_seq = :seq)
@@ -140,6 +140,7 @@ WHERE state = 'blocked'
       SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
       WHERE d.child_seq = jobs.seq AND p.state != 'done'
   )
+RETURNING queue
 
 -- name: cancel_dependents
 UPDATE jobs SET state = 'cancelled', error = :error, finished_at = :now, expires_at = :now + keep
@@ -166,6 +167,7 @@ UPDATE jobs SET
     state = 'pending', due = :now, max_attempts = attempts + attempt_budget,
     cancel_requested = 0, finished_at = NULL, expires_at = NULL
 WHERE id = :id AND state IN ('failed', 'cancelled')
+RETURNING queue
 
 -- name: get_ahead
 SELECT count(*) FROM jobs
@@ -235,7 +237,7 @@ UPDATE jobs SET
 FROM s
 WHERE jobs.id = s.id AND jobs.token = s.token AND jobs.state = 'running'
   AND jobs.cancel_requested = 0
-RETURNING jobs.seq, jobs.id, EXISTS (SELECT 1 FROM deps WHERE deps.parent_seq = jobs.seq)
+RETURNING jobs.seq, jobs.id, EXISTS (SELECT 1 FROM deps WHERE deps.parent_seq = jobs.seq), jobs.queue
 
 -- name: settle_close_done
 UPDATE executions SET ended_at = :now, outcome = 'done', error = NULL
@@ -251,6 +253,7 @@ WHERE state = 'blocked'
       SELECT 1 FROM deps d JOIN jobs p ON p.seq = d.parent_seq
       WHERE d.child_seq = jobs.seq AND p.state != 'done'
   )
+RETURNING queue
 
 -- The dashboard's and metrics' statements (issue 16; see views.py).
 

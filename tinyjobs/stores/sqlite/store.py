@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,21 +16,22 @@ from tinyjobs.stores.base import Claimed, LeaseStatus, NewJob, QueuePolicy, Sett
 from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
+from .channels import Channels
 from .claim import claim_jobs, claimed
 from .connection import Target, begin_immediate, immediate, snapshot
 from .doorbell import UNLOCK_SUFFIX, Doorbell
-from .enqueue import enqueue_batch
+from .enqueue import due_of, enqueue_batch
 from .filesystem import why_unwritable
 from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
 from .pool import Pool
 from .rows import Q, as_json, to_execution, to_job
 from .views import SQLiteViews
 
-# With the doorbell (doorbell.py), a waiter sleeps in the kernel until a ring, and looks at
-# PRAGMA data_version once a SAFETY_TICK as well: for commits that cannot ring (an enqueue in
-# the caller's own transaction, conn=; a process of an older version).
+# With the wake-up channels (channels.py), a waiter sleeps in the kernel until a token comes,
+# and looks at PRAGMA data_version once a SAFETY_TICK as well: for commits that wake no channel
+# (an enqueue in the caller's own transaction, conn=; a process of an older version).
 SAFETY_TICK = 1.0
-# Without it (no inotify): PRAGMA data_version costs microseconds, but waking a thread a
+# Without them (no epoll, no FIFOs): PRAGMA data_version costs microseconds, but waking a thread a
 # thousand times a second does not: poll every millisecond while jobs come and go, every 10 ms
 # once the store was quiet a second.
 WAIT_POLL_BUSY = 0.001
@@ -55,12 +56,14 @@ class SQLiteStore(SQLiteViews):
 
     def __init__(self, target: Target, wake: str | None = None) -> None:
         """`wake="poll"` (or TINYJOBS_SQLITE_WAKE=poll) makes `wait` poll even where the
-        doorbell's inotify works; tests use it to check that fallback."""
+        wake-up channels work; tests use it to check that fallback."""
         self.url = target.url
         self.path = target.path
         self.synchronous = target.synchronous
         self._pool = Pool(target)
-        self._bell = Doorbell(target.path, wake)
+        # A token per queue after each commit that can make its jobs claimable: one waiting
+        # thread of the queue wakes (channels.py), not every waiter on the host.
+        self._channels = Channels(target.path, wake)
         # Rung after every write's COMMIT: a writer waiting for the lock (begin_immediate)
         # wakes at once instead of at the end of its back-off sleep.
         self._unlock = Doorbell(target.path, wake, suffix=UNLOCK_SUFFIX)
@@ -77,12 +80,12 @@ class SQLiteStore(SQLiteViews):
         return time.time() if now is None else now
 
     @contextmanager
-    def _write(self, ring: bool = False) -> Iterator[sqlite3.Connection]:
-        """One write transaction on this thread's connection; with `ring`, the doorbell rings
-        after it commits. Only writes that can make a job claimable ring (enqueue, resume...);
-        those that only sometimes can ring themselves once they know (settle, reap, retry).
-        Heartbeats, claims, renewals and the leader's lease never ring: an idle fleet's
-        writes wake nobody."""
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on this thread's connection. The writes that can make jobs
+        claimable wake their queues' channels after it commits (`_wake`): enqueue, resume,
+        retry, and a settlement, reap or lost holder when it did. Heartbeats, claims (unless
+        they leave jobs behind), renewals and the leader's lease wake nobody: an idle fleet's
+        writes wake no worker."""
         conn = self._pool.get()
         try:
             # connection.immediate() inlined: one generator frame less per write (every
@@ -99,8 +102,11 @@ class SQLiteStore(SQLiteViews):
         except sqlite3.OperationalError as err:
             raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}") from None
         self._pool.written_to_current_file()
-        if ring:
-            self._bell.ring()
+
+    def _wake(self, queues: Iterable[str]) -> None:
+        """After a commit: one waiting thread of each queue wakes (channels.py)."""
+        if queues:
+            self._channels.wake(queues)
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -116,12 +122,15 @@ class SQLiteStore(SQLiteViews):
     def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: Any = None) -> list[Job]:
         """Add jobs in one transaction (see Store.enqueue). With `conn`, the rows are written
         on the caller's connection, inside its open transaction, and exist when it commits."""
+        at = self._now(now)
         if conn is not None:
-            # The rows exist once the caller commits, which we do not see: no ring (it would
+            # The rows exist once the caller commits, which we do not see: no wake-up (it would
             # come too early); waiters find them at their SAFETY_TICK, workers at their claim.
-            return self._enqueue_on(conn, jobs, self._now(now))
-        with self._write(ring=True) as db:
-            return enqueue_batch(db.cursor(), jobs, self._now(now))
+            return self._enqueue_on(conn, jobs, at)
+        with self._write() as db:
+            added = enqueue_batch(db.cursor(), jobs, at)
+        self._wake(_due_queues(jobs, at))
+        return added
 
     def _enqueue_on(self, conn: Any, jobs: Sequence[NewJob], now: float) -> list[Job]:
         """JOB-02: no BEGIN/COMMIT of ours when the caller has a transaction open; a
@@ -139,7 +148,7 @@ class SQLiteStore(SQLiteViews):
                 # batch commits on its own, as one transaction.
                 with immediate(conn, self.url):
                     added = enqueue_batch(cur, jobs, now)
-                self._bell.ring()
+                self._wake(_due_queues(jobs, now))
                 return added
             # Python's own transaction control would BEGIN at our first insert: do it now,
             # so that the reads that check ids and keys are inside it as well.
@@ -170,7 +179,7 @@ class SQLiteStore(SQLiteViews):
             if db.execute(Q["fire_cron"], (schedule, due)).rowcount != 1:
                 return False
             enqueue_batch(db.cursor(), [job], at)
-        self._bell.ring()
+        self._wake(_due_queues([job], at))
         return True
 
     def cron_last(self, schedule: str) -> float | None:
@@ -189,14 +198,18 @@ class SQLiteStore(SQLiteViews):
         limit: int,
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
-        """One transaction: the settlements, then the claim (one fsync for both). Rings when
-        the settlements may have made jobs claimable (see _settled)."""
+        """One transaction: the settlements, then the claim (one fsync for both). Wakes the
+        queues where the settlements may have made jobs claimable (see _settled)."""
         with self._write() as db:
             at = self._now(now)
-            flags, ring = self._settled(db, settlements, at, queues)
+            flags, woken = self._settled(db, settlements, at, queues)
             taken = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else None
-        if ring:
-            self._bell.ring()
+        self._wake(woken)
+        if taken and len(taken[0]) == limit:
+            # This worker is full: the next tokens of its queues go to idle workers first. No
+            # token is passed on for the jobs it left behind: it takes them itself on its next
+            # cycle, and another worker with room has been woken by their own tokens.
+            self._channels.step_back(queues)
         return flags, claimed(taken) if taken else []
 
     @staticmethod
@@ -205,24 +218,22 @@ class SQLiteStore(SQLiteViews):
         settlements: Sequence[Settlement],
         at: float,
         queues: Mapping[str, QueuePolicy] | None,
-    ) -> tuple[list[bool], bool]:
-        """Apply the settlements; also whether to ring: when dependents were released, when
-        one went the slow way (a retry, snooze or hand-back is pending again; a failure
-        cancels or frees room), or when a lease ended on a queue with a concurrency limit (a
-        waiting job of it may fit now). `queues` None (unknown): ring for anything applied."""
-        applied, released = settle_done_batch(db, settlements, at)
-        flags, slow = [], False
+    ) -> tuple[list[bool], set[str]]:
+        """Apply the settlements; also the queues to wake: those of released dependents, the
+        queue of each settlement that went the slow way (a retry, snooze or hand-back is
+        pending again; a failure frees room), and that of a lease that ended on a queue with
+        a concurrency limit (a waiting job of it may fit now). `queues` None (unknown): every
+        queue where a lease ended. A plain done on a queue without limits wakes nobody: the
+        worker that settles it claims in the same transaction."""
+        applied, done_in, woken = settle_done_batch(db, settlements, at)
+        flags = []
         for s in settlements:
             if (s.job_id, s.token) in applied:
                 flags.append(True)
             else:
-                ok = settle_one(db, s, at)
-                flags.append(ok)
-                slow = slow or ok
-        limited = queues is None or any(
-            p.concurrency is not None or p.group_concurrency is not None for p in queues.values()
-        )
-        return flags, bool(released or slow or (limited and applied))
+                flags.append(settle_one(db, s, at, woken))
+        woken.update(q for q in done_in if queues is None or _limited(queues.get(q)))
+        return flags, woken
 
     def claim(
         self,
@@ -236,6 +247,12 @@ class SQLiteStore(SQLiteViews):
             return []
         with self._write() as db:
             taken = claim_jobs(db, queues, holder, limit, self._now(now))
+        if len(taken[0]) == limit:
+            self._channels.step_back(queues)  # full: the next tokens go to idle workers first
+            if taken[2]:
+                # Due jobs left behind (a burst, a resumed queue, scheduled jobs now due): the
+                # next idle worker's turn.
+                self._channels.pass_on(taken[2])
         return claimed(taken)
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
@@ -259,9 +276,8 @@ class SQLiteStore(SQLiteViews):
         if not settlements:
             return []
         with self._write() as db:
-            flags, ring = self._settled(db, settlements, self._now(now), None)
-        if ring:
-            self._bell.ring()
+            flags, woken = self._settled(db, settlements, self._now(now), None)
+        self._wake(woken)
         return flags
 
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
@@ -271,8 +287,7 @@ class SQLiteStore(SQLiteViews):
             rows = db.execute(Q["reap"], (at, limit)).fetchall()
             for row in rows:
                 end_lease(db, row, OUTCOME_LEASE_EXPIRED, at)
-        if rows:
-            self._bell.ring()
+        self._wake({row["queue"] for row in rows})  # pending again, or room under a limit
         return len(rows)
 
     def holders(self, host: str) -> list[Holder]:
@@ -291,15 +306,14 @@ class SQLiteStore(SQLiteViews):
             rows = db.execute(Q["end_leases"], (ids,)).fetchall()
             for row in rows:
                 end_lease(db, row, OUTCOME_WORKER_LOST, at)
-        if rows:
-            self._bell.ring()
+        self._wake({row["queue"] for row in rows})
         return len(rows)
 
     # -- the user's requests ------------------------------------------------------------
 
     def cancel(self, job_id: str, now: float | None = None) -> bool:
         """One transaction: a job not yet running is deleted (its dependents cancelled on
-        record); a running one is marked; False for a final or unknown job. No ring: nothing
+        record); a running one is marked; False for a final or unknown job. No wake-up: nothing
         becomes claimable."""
         with self._write() as db:
             at = self._now(now)
@@ -319,12 +333,13 @@ class SQLiteStore(SQLiteViews):
         try:
             with self._write() as db:
                 at = self._now(now)
-                retried = db.execute(Q["retry"], {"id": job_id, "now": at}).rowcount == 1
+                row = db.execute(Q["retry"], {"id": job_id, "now": at}).fetchone()
         except sqlite3.IntegrityError:
             return False
-        if retried:
-            self._bell.ring()
-        return retried
+        if row is None:
+            return False
+        self._wake((row[0],))
+        return True
 
     # -- reading --------------------------------------------------------------------------
 
@@ -406,33 +421,37 @@ class SQLiteStore(SQLiteViews):
             db.execute(Q["resign"], (name, holder))
 
     def resume(self, queue: str) -> None:
-        """See SQLiteViews.resume; then rings: the queue's waiting jobs are claimable again."""
+        """See SQLiteViews.resume; then wakes the queue: its waiting jobs are claimable again
+        (one waiter; it passes the wake-up on if it leaves jobs behind)."""
         super().resume(queue)
-        self._bell.ring()
+        self._wake((queue,))
 
     def wait(self, queues: Sequence[str], timeout: float) -> bool:
-        """Sleep until the doorbell rings (doorbell.py: writers ring it after commits that can
-        make jobs claimable), looking at PRAGMA data_version once a SAFETY_TICK too; poll
-        data_version instead where the doorbell cannot be watched. Either way a change since
-        this thread's last look counts, so a job added between a claim and this call is not
-        missed: the watch keeps the rings that come between two calls, and data_version the
-        commits before a new watch (after a fork, say) was made."""
+        """Sleep until a wake-up token comes on one of `queues` (channels.py: writers send one
+        after commits that can make jobs of a queue claimable; one waiter of the queue on this
+        host wakes), looking at PRAGMA data_version once a SAFETY_TICK too; poll data_version
+        instead where the channels cannot be used. Either way a change since this thread's
+        last look counts, so a job added between a claim and this call is not missed: a token
+        stays in its channel until a waiter takes it, and data_version covers the commits
+        before this thread's listener was made (its first wait, or other queues than last
+        time; a thread's very first look only sets the baseline, as the polling does)."""
         deadline = time.monotonic() + max(timeout, 0.0)
         conn = self._pool.get("wait")  # raises once the store was closed
-        watch, new = self._bell.watch()
-        if watch is None:
+        listener, new = self._channels.listen(queues)
+        if listener is None:
             return self._poll(deadline)
         if new and self._changed_since(conn):
-            # A new watch has not seen the rings before it: data_version covers them (a
-            # thread's first look only sets the baseline, as the polling fallback does).
             return True
         while True:
             left = deadline - time.monotonic()
-            if watch.ready(min(left, SAFETY_TICK)):
+            if listener.ready(min(left, SAFETY_TICK)):
                 self._changed_since(conn)
                 return True
+            if listener.stale():
+                self._channels.close()  # a FIFO replaced: the next wait opens the new one
+                return True
             if self._changed_since(conn):
-                return True  # a commit that did not ring, or one of ours: look again
+                return True  # a commit that woke no channel, or one of ours: look again
             if left <= SAFETY_TICK:
                 return False
             conn = self._pool.get("wait")
@@ -475,8 +494,21 @@ class SQLiteStore(SQLiteViews):
     def close(self) -> None:
         """Close the connections; the store is unusable afterwards (see Pool.close)."""
         self._pool.close()
-        self._bell.close()
+        self._channels.close()
         self._unlock.close()
+
+
+def _limited(policy: QueuePolicy | None) -> bool:
+    """Whether a lease ending on the queue can let a waiting job start (a concurrency limit);
+    an unknown queue (None) counts as limited."""
+    return policy is None or policy.concurrency is not None or policy.group_concurrency is not None
+
+
+def _due_queues(jobs: Sequence[NewJob], now: float) -> set[str]:
+    """The queues of the jobs that are due now: those to wake after the enqueue commits. A job
+    due later is claimed by a worker's clock (worker.IDLE_POLL), not by a wake-up; a job that
+    waits for others may be pending at once (its parents done), so it counts."""
+    return {job.queue for job in jobs if job.after or due_of(job, now) <= now}
 
 
 def _explained(err: sqlite3.Error, path: str) -> str:
