@@ -96,6 +96,13 @@ class Worker:
         self._unsettled_since = 0.0
         self._claimed_in_flush = False  # this turn's settle_and_claim claimed: no second claim
         self._waker = Waker()
+        # The loop's role: whoever holds it may change the worker's state (running, unsettled,
+        # the claims). The loop's thread holds it for each turn and sleeps without it; while it
+        # sleeps, the store watcher and the first slot thread take it to do the one step a lone
+        # job needs (claim it, settle it) themselves, instead of waking the loop to do it.
+        self._role = threading.Lock()
+        self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
+        self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
         # Set while a slot is free: the store watcher sleeps on it while the worker is full.
@@ -171,6 +178,16 @@ class Worker:
     def _turn(self) -> bool:
         """One turn: settle what finished, drain when stopping, time out, renew, claim, then
         the standalone duties; sleep until something is due. True once the worker is done."""
+        with self._role:
+            if self._work_a_turn():
+                return True
+        self._waker.wait(self._loop_wake_at - time.monotonic())
+        return False
+
+    def _work_a_turn(self) -> bool:
+        """The turn's work, in the loop's role; notes when the loop wakes by itself next."""
+        if self._helper_error is not None:
+            raise self._helper_error
         self._claimed_in_flush = False
         self._settle_ready()
         now = time.monotonic()
@@ -186,8 +203,37 @@ class Worker:
             self.on_tick(self)
         log.flush()  # this turn's events in one write, before the loop sleeps
         self._show_room()
-        self._waker.wait(self._sleep_for(now))
+        self._loop_wake_at = now + self._sleep_for(now)
         return False
+
+    def _lend_a_hand(self, step: Callable[[], None], *, wait: bool) -> bool:
+        """Do `step`, a part of the loop's turn, on this thread while the loop sleeps, instead
+        of waking the loop to do it: at a low rate that is one thread's wake-up (a pipe write,
+        a wake-up from select, two GIL hand-offs) less per job, and the loop sleeps through.
+
+        False, with nothing done, when the worker stops (a drain is the loop's alone) or the
+        role is taken and `wait` is False: the caller then wakes the loop instead. When the
+        step leaves something due before the loop's own wake-up (a job's timeout or lease
+        renewal, a settlement's LINGER, a retry after a failed store call), the loop is woken
+        for it. An error in the step is the loop's: it raises it at its next turn, as it
+        would have raised it doing the step itself."""
+        if self.reason is not None or not self._role.acquire(blocking=wait):
+            return False
+        try:
+            if self.reason is not None or self._helper_error is not None:
+                return False
+            step()
+            self._show_room()
+            now = time.monotonic()
+            if now + self._sleep_for(now) < self._loop_wake_at:
+                self._waker.wake()
+        except BaseException as err:
+            self._helper_error = err
+            self._waker.wake()
+        finally:
+            self._role.release()
+        log.flush()
+        return True
 
     def _stopping(self, now: float) -> bool:
         """True while the worker stops. Notices a dead parent (stop now, SUP-05); on the first
@@ -268,10 +314,31 @@ class Worker:
                 self._room.wait(WATCH_FOR)
                 continue
             try:
-                if store.wait(self.queues, WATCH_FOR) and self._room.is_set():
-                    self._waker.wake()
+                news = store.wait(self.queues, WATCH_FOR)
             except Exception:  # the loop reports store errors; this thread only wakes it
                 time.sleep(0.5)
+                continue
+            # Have the first slot claim while the loop sleeps; were the role taken (a turn, a
+            # slot settling), waiting for it would be one more sleep per job: the loop claims.
+            if news and self._room.is_set() and not self._lend_a_hand(self._claim_on_first_slot, wait=False):
+                self._waker.wake()
+
+    def _claim_on_first_slot(self) -> None:
+        """(In the loop's role, for the store watcher.) Have the first slot thread claim, when it
+        is idle, and run what it claims itself: its connection claims and settles a lone job
+        (on SQLite two connections taking turns at writing would each re-read the pages the
+        other wrote), and the claim wakes no thread but that one. Wakes the loop to claim when
+        that slot is busy."""
+        threads = self._threads
+        if threads is None or not threads.first_free:
+            self._waker.wake()
+            return
+
+        def claim() -> None:
+            if not self._lend_a_hand(self._claim, wait=True):
+                self._waker.wake()
+
+        threads.submit_first(claim)  # not a job: the job it claims goes to that thread too
 
     # -- claiming and running --------------------------------------------------------------
 
@@ -303,11 +370,26 @@ class Worker:
         if timeout is not None:
             entry.deadline = entry.started + timeout
 
-        def call() -> None:
-            self._results.put((entry, attempt.run_sync()))
+        threads = self._threads
+        assert threads is not None
 
-        assert self._threads is not None
-        self._threads.submit(call)
+        def call() -> Callable[[], None] | None:
+            self._results.add((entry, attempt.run_sync()))
+            if threads.on_first() and len(self._results) + len(self._unsettled) >= len(self.running):
+                return settle  # once this slot is free again, for the job claimed with it
+            self._results.nudge()
+            return None
+
+        def settle() -> None:
+            # Every running job has finished: the loop would settle at once (_settle_now), so
+            # settle here (and claim the next jobs with it). On the first slot thread only, so
+            # at most one more thread keeps a store connection (per thread on SQLite and
+            # PostgreSQL). Waiting for the role is short: no holder waits on anything but the
+            # store. A racy count that let us in for nothing only settles nothing.
+            if not self._lend_a_hand(self._settle_ready, wait=True):
+                self._results.nudge()
+
+        threads.submit(call)
 
     async def _run_async(self, entry: Running, attempt: Attempt, timeout: float | None) -> None:
         import asyncio
