@@ -103,6 +103,7 @@ class Worker:
         self._role = threading.Lock()
         self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
         self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
+        self._loop_thread: threading.Thread | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
         # Set while a slot is free: the store watcher sleeps on it while the worker is full.
@@ -154,6 +155,7 @@ class Worker:
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
+        self._loop_thread = threading.current_thread()
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
@@ -534,5 +536,22 @@ class Worker:
         self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
 
     def _store_call(self, what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | None:
-        """Call the store through the guard: None when it failed or a backoff is pending."""
-        return self._guard.call(what, functools.partial(fn, *args, **kwargs))
+        """Call the store through the guard: None when it failed or a backoff is pending.
+
+        A thread lending the loop a hand (`_lend_a_hand`) calls only while the store is known
+        to be reachable, and a failure of its call is not reported (the guard's log would say
+        the store went away twice in one outage: this thread's connection, one per thread on
+        SQLite and PostgreSQL, fails once more after the loop's came back): it wakes the loop,
+        whose own call, through the guard, retries what failed (a settlement stays unsettled)
+        and tells whether the store is away."""
+        call = functools.partial(fn, *args, **kwargs)
+        if threading.current_thread() is self._loop_thread:
+            return self._guard.call(what, call)
+        if not self._guard.reachable or not self._guard.ready():
+            return None
+        try:
+            with retrying_at_most(self._guard.patience):
+                return call()
+        except Exception:
+            self._waker.wake()
+            return None
