@@ -386,9 +386,11 @@ class Worker:
             # Every running job has finished: the loop would settle at once (_settle_now), so
             # settle here (and claim the next jobs with it). On the first slot thread only, so
             # at most one more thread keeps a store connection (per thread on SQLite and
-            # PostgreSQL). Waiting for the role is short: no holder waits on anything but the
-            # store. A racy count that let us in for nothing only settles nothing.
-            if not self._lend_a_hand(self._settle_ready, wait=True):
+            # PostgreSQL). Not when the role is taken: its holder (the loop's turn, most often
+            # in a busy worker) may be settling this very job; waiting for it to find nothing
+            # left would cost a sleep and a wake-up. A racy count that let us in for nothing
+            # only settles nothing.
+            if not self._lend_a_hand(self._settle_ready, wait=False):
                 self._results.nudge()
 
         threads.submit(call)
