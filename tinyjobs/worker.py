@@ -1,6 +1,11 @@
 """One worker process: claims due jobs in batches, runs them in its slots, renews all of its
 leases in one store call per half lease, and settles finished attempts in batches (group
-commit). SIGTERM/SIGINT drain it; a second one stops it now."""
+commit). SIGTERM/SIGINT drain it; a second one stops it now.
+
+The loop's work is a role (a lock), not a thread: the main thread takes it for each turn and
+sleeps without it, and while it sleeps a lone job needs no turn: the store watcher hands the
+claim to the first slot thread, which claims, runs the job and settles it itself (two thread
+wake-ups per job at a low rate, where the loop's turns cost four)."""
 
 from __future__ import annotations
 
