@@ -311,10 +311,11 @@ class Worker:
             self._room.clear()
 
     def _watch_store(self) -> None:
-        """Wake the loop when the store says jobs may have changed (another process enqueued),
-        while a slot is free. A full worker has no use for the news: it claims anyway as its
-        jobs finish (settle_and_claim), so the watcher then sleeps until the loop shows room
-        again (no polling: an idle or full worker's threads all sleep in the kernel)."""
+        """When the store says jobs may have changed (another process enqueued) while a slot
+        is free: have slot 0 claim (see below), or wake the loop to. A full worker has no use
+        for the news: it claims anyway as its jobs finish (settle_and_claim), so the watcher
+        then sleeps until the loop shows room again (no polling: an idle or full worker's
+        threads all sleep in the kernel)."""
         store = self.app.store
         while self.reason is None:
             if not self._room.is_set():
@@ -327,25 +328,30 @@ class Worker:
                 continue
             # Have the first slot claim while the loop sleeps; were the role taken (a turn, a
             # slot settling), waiting for it would be one more sleep per job: the loop claims.
-            if news and self._room.is_set() and not self._lend_a_hand(self._claim_on_first_slot, wait=False):
+            if news and self._room.is_set() and not self._hand_claim_to_first_slot():
                 self._waker.wake()
 
-    def _claim_on_first_slot(self) -> None:
-        """(In the loop's role, for the store watcher.) Have the first slot thread claim, when it
-        is idle, and run what it claims itself: its connection claims and settles a lone job
-        (on SQLite two connections taking turns at writing would each re-read the pages the
-        other wrote), and the claim wakes no thread but that one. Wakes the loop to claim when
-        that slot is busy."""
-        threads = self._threads
-        if threads is None or not threads.first_free:
+    def _hand_claim_to_first_slot(self) -> bool:
+        """(The store watcher's.) Have the first slot thread claim, when it has no job, and run
+        what it claims itself: its connection claims and settles a lone job (on SQLite two
+        connections taking turns at writing would each re-read the pages the other wrote), and
+        the claim wakes no thread but that one. False when the loop's role is taken, the worker
+        stops or that slot has a job: the caller wakes the loop to claim. Holds the role only
+        to hand the errand over (one submitter at a time), so slot 0 rarely waits for it."""
+        if self.reason is not None or not self._role.acquire(blocking=False):
+            return False
+        try:
+            threads = self._threads
+            if self.reason is not None or threads is None or not threads.first_free:
+                return False
+            threads.submit_first(self._claim_as_first_slot)  # not a job: what it claims goes there too
+            return True
+        finally:
+            self._role.release()
+
+    def _claim_as_first_slot(self) -> None:
+        if not self._lend_a_hand(self._claim, wait=True):
             self._waker.wake()
-            return
-
-        def claim() -> None:
-            if not self._lend_a_hand(self._claim, wait=True):
-                self._waker.wake()
-
-        threads.submit_first(claim)  # not a job: the job it claims goes to that thread too
 
     # -- claiming and running --------------------------------------------------------------
 
