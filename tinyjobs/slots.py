@@ -76,10 +76,6 @@ class Inbox:
             self._armed = False
             self._waker.wake()
 
-    def __len__(self) -> int:
-        """Items waiting (exact for this queue, but only a hint: others may put or take meanwhile)."""
-        return self._items.qsize()
-
     def take_all(self) -> list[Any]:
         """Every item waiting, oldest first (the consumer loop only)."""
         self._armed = True

@@ -388,14 +388,16 @@ class Worker:
 
         def call() -> Callable[[], None] | None:
             self._results.add((entry, attempt.run_sync()))
-            if threads.on_first() and len(self._results) + len(self._unsettled) >= len(self.running):
+            if threads.on_first() and len(self.running) == 1:
                 return settle  # once this slot is free again, for the job claimed with it
             self._results.nudge()
             return None
 
         def settle() -> None:
-            # Every running job has finished: the loop would settle at once (_settle_now), so
-            # settle here (and claim the next jobs with it). On the first slot thread only, so
+            # A lone job (the only one running) has finished: the loop would settle it at once
+            # (_settle_now), so settle here (and claim the next jobs with it). Not when others
+            # run: a busy worker's settlements are the loop's group commit, and a slot taking
+            # turns with the loop at it only adds wake-ups and empty turns. On the first slot thread only, so
             # at most one more thread keeps a store connection (per thread on SQLite and
             # PostgreSQL). Not when the role is taken: its holder (the loop's turn, most often
             # in a busy worker) may be settling this very job; waiting for it to find nothing
