@@ -397,12 +397,11 @@ class Worker:
             # A lone job (the only one running) has finished: the loop would settle it at once
             # (_settle_now), so settle here (and claim the next jobs with it). Not when others
             # run: a busy worker's settlements are the loop's group commit, and a slot taking
-            # turns with the loop at it only adds wake-ups and empty turns. On the first slot thread only, so
-            # at most one more thread keeps a store connection (per thread on SQLite and
-            # PostgreSQL). Not when the role is taken: its holder (the loop's turn, most often
-            # in a busy worker) may be settling this very job; waiting for it to find nothing
-            # left would cost a sleep and a wake-up. A racy count that let us in for nothing
-            # only settles nothing.
+            # turns with the loop at it only adds wake-ups and empty turns. On the first slot
+            # thread only, so that at most one more thread keeps a store connection (one per
+            # thread on SQLite and PostgreSQL). Not when the role is taken: its holder may be
+            # settling this very job, and waiting to find nothing left costs a sleep and a
+            # wake-up.
             if not self._lend_a_hand(self._settle_ready, wait=False):
                 self._results.nudge()
 
