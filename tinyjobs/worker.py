@@ -107,6 +107,7 @@ class Worker:
         # job needs (claim it, settle it) themselves, instead of waking the loop to do it.
         self._role = threading.Lock()
         self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
+        self._turn_began = 0.0  # the `now` of the loop's last turn
         self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
         self._loop_thread: threading.Thread | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
@@ -188,16 +189,20 @@ class Worker:
         with self._role:
             if self._work_a_turn():
                 return True
-        self._waker.wait(self._loop_wake_at - time.monotonic())
+            sleep = self._sleep_for(self._turn_began)
+            # From the turn's end, as the loop always slept: a busy worker's batches then
+            # gather what finishes during the turn too.
+            self._loop_wake_at = time.monotonic() + sleep
+        self._waker.wait(sleep)
         return False
 
     def _work_a_turn(self) -> bool:
-        """The turn's work, in the loop's role; notes when the loop wakes by itself next."""
+        """The turn's work, in the loop's role."""
         if self._helper_error is not None:
             raise self._helper_error
         self._claimed_in_flush = False
         self._settle_ready()
-        now = time.monotonic()
+        now = self._turn_began = time.monotonic()
         if self._stopping(now) and self._finish_drain(now):
             return True
         self._check_timeouts(now)
@@ -210,7 +215,6 @@ class Worker:
             self.on_tick(self)
         log.flush()  # this turn's events in one write, before the loop sleeps
         self._show_room()
-        self._loop_wake_at = now + self._sleep_for(now)
         return False
 
     def _lend_a_hand(self, step: Callable[[], None], *, wait: bool) -> bool:
