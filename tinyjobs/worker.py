@@ -190,9 +190,11 @@ class Worker:
             if self._work_a_turn():
                 return True
             sleep = self._sleep_for(self._turn_began)
-            # From the turn's end, as the loop always slept: a busy worker's batches then
-            # gather what finishes during the turn too.
-            self._loop_wake_at = time.monotonic() + sleep
+            # The loop sleeps from the turn's end, as it always did (a busy worker's batches
+            # then gather what finishes during the turn too), so it wakes up to a turn's length
+            # after this; helpers compare with this time, computed as they compute theirs (the
+            # turn's length added to it would make every deadline look earlier: a wake-up each).
+            self._loop_wake_at = self._turn_began + sleep
         self._waker.wait(sleep)
         return False
 
@@ -236,7 +238,7 @@ class Worker:
             step()
             self._show_room()
             now = time.monotonic()
-            if now + self._sleep_for(now) < self._loop_wake_at:
+            if now + self._sleep_for(now) < self._loop_wake_at - 1e-6:  # not for a rounding
                 self._waker.wake()
         except BaseException as err:
             self._helper_error = err

@@ -215,18 +215,29 @@ def test_a_lone_job_is_claimed_run_and_settled_by_one_slot_thread_while_the_loop
         ran_on.append(threading.current_thread().name)
         return n
 
-    worker = worker_module.Worker(app, slots=4, handle_signals=False, reaper=False)
+    # The reaper's duties fall due in 30 s: before the idle poll, so the loop sleeps until then,
+    # and a helper that took that time for earlier than the loop's own wake-up would wake it.
+    monkeypatch.setattr("tinyjobs.reaper.HOLDER_INTERVAL", 30.0)
+    monkeypatch.setattr("tinyjobs.reaper.PURGE_INTERVAL", 30.0)
+    worker = worker_module.Worker(app, slots=4, handle_signals=False)
+    assert worker.reaper is not None
+    worker.reaper.reap_interval = 30.0
+    turns = []
+    turn = worker._work_a_turn
+    worker._work_a_turn = lambda: turns.append(1) or turn()  # type: ignore[method-assign]
     loop = threading.Thread(target=worker.run, name="the-loop", daemon=True)
     loop.start()
     try:
         # The loop's first turn is over and it sleeps (it releases its role to sleep).
         wait_until(lambda: worker._loop_wake_at > 0 and not worker._role.locked())
         store.calls.clear()
+        turns.clear()
         for n in range(3):
             job = where.enqueue(n=n)
             wait_until(lambda: app.get(job.id).state == "done", interval=0.005)  # noqa: B023
         assert ran_on == ["tinyjobs-slot-0"] * 3
         assert store.calls == [("claim", "tinyjobs-slot-0"), ("settle_and_claim", "tinyjobs-slot-0")] * 3
+        assert turns == [], "the loop was woken for a lone job"
     finally:
         worker.request_stop()
         loop.join(10)
