@@ -62,7 +62,16 @@ class Inbox:
         self._armed = True
 
     def put(self, item: Any) -> None:
+        self.add(item)
+        self.nudge()
+
+    def add(self, item: Any) -> None:
+        """Put `item` without waking the loop: the caller then either takes the items itself
+        (in the loop's role, see Worker._lend_a_hand) or calls `nudge()`."""
         self._items.put(item)
+
+    def nudge(self) -> None:
+        """Wake the loop for the items added since it last looked, unless woken for them already."""
         if self._armed:
             self._armed = False
             self._waker.wake()
@@ -78,15 +87,33 @@ class Inbox:
                 return items
 
 
+# A slot's call: runs a job, and may return a second part to run once the slot is free again.
+Call = Callable[[], "Callable[[], None] | None"]
+
+
 class ThreadSlots:
     """`size` daemon threads running sync calls. Daemon threads, because a handler stuck past
-    its timeout must not keep the process alive once the worker decided to exit (JOB-12)."""
+    its timeout must not keep the process alive once the worker decided to exit (JOB-12).
+
+    The first thread is preferred: a job goes to it whenever it has none, and to the others
+    only while it has one. At a low rate every job then runs on the same thread, whose store
+    connection (one per thread on SQLite and PostgreSQL) and caches stay warm, and which the
+    worker lets claim and settle a lone job itself (see `Worker._lend_a_hand`); the others
+    stay asleep. The first thread also runs short errands (`submit_first`) between its jobs."""
 
     def __init__(self, size: int) -> None:
-        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"tinyjobs-slot-{i}", daemon=True) for i in range(size)
-        ]
+        self._work: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
+        self._first_work: queue.SimpleQueue[tuple[Call, bool] | None] = queue.SimpleQueue()
+        # Whether the first thread has a job in hand or queued: set by `submit` as it hands it
+        # one, cleared by that thread once the job's call returned. One submitter at a time
+        # (the worker's loop role) sets it and the first thread alone clears it, so it never
+        # gets a second job while it has one (the others would wait behind it, and with one
+        # slot forever), and `size` jobs always find `size` threads.
+        self._first_busy = False
+        self._threads = [threading.Thread(target=self._serve_first, name="tinyjobs-slot-0", daemon=True)]
+        for i in range(1, size):
+            self._threads.append(threading.Thread(target=self._serve, name=f"tinyjobs-slot-{i}", daemon=True))
+        self.first = self._threads[0]
         for thread in self._threads:
             thread.start()
 
@@ -95,13 +122,52 @@ class ThreadSlots:
             call = self._work.get()
             if call is None:
                 return
-            call()
+            after = call()
+            if after is not None:
+                after()
 
-    def submit(self, call: Callable[[], None]) -> None:
-        self._work.put(call)
+    def _serve_first(self) -> None:
+        while True:
+            item = self._first_work.get()
+            if item is None:
+                return
+            call, job = item
+            after = call()
+            if job:
+                self._first_busy = False
+            if after is not None:
+                after()
+
+    def submit(self, call: Call) -> None:
+        """Run the job `call` on a free thread (the first one when it has no job), then what
+        it returns: the thread is free again before that second part runs, so a job submitted
+        meanwhile waits for it, not for another slot. One thread submits at a time."""
+        if self._first_busy:
+            self._work.put(call)
+        else:
+            self._first_busy = True
+            self._first_work.put((call, True))
+
+    def submit_first(self, errand: Callable[[], None]) -> None:
+        """Run `errand`, which is not a job, on the first thread, after what it has in hand."""
+
+        def call() -> None:
+            errand()
+
+        self._first_work.put((call, False))
+
+    @property
+    def first_free(self) -> bool:
+        """Whether the first thread has no job (for the submitting thread: then it stays so)."""
+        return not self._first_busy
+
+    def on_first(self) -> bool:
+        """Whether the calling thread is the first (preferred) slot thread."""
+        return threading.current_thread() is self.first
 
     def close(self) -> None:
-        for _ in self._threads:
+        self._first_work.put(None)
+        for _ in self._threads[1:]:
             self._work.put(None)
 
 

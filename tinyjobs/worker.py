@@ -1,6 +1,11 @@
 """One worker process: claims due jobs in batches, runs them in its slots, renews all of its
 leases in one store call per half lease, and settles finished attempts in batches (group
-commit). SIGTERM/SIGINT drain it; a second one stops it now."""
+commit). SIGTERM/SIGINT drain it; a second one stops it now.
+
+The loop's work is a role (a lock), not a thread: the main thread takes it for each turn and
+sleeps without it, and while it sleeps a lone job needs no turn: the store watcher hands the
+claim to the first slot thread, which claims, runs the job and settles it itself (two thread
+wake-ups per job at a low rate, where the loop's turns cost four)."""
 
 from __future__ import annotations
 
@@ -96,6 +101,15 @@ class Worker:
         self._unsettled_since = 0.0
         self._claimed_in_flush = False  # this turn's settle_and_claim claimed: no second claim
         self._waker = Waker()
+        # The loop's role: whoever holds it may change the worker's state (running, unsettled,
+        # the claims). The loop's thread holds it for each turn and sleeps without it; while it
+        # sleeps, the store watcher and the first slot thread take it to do the one step a lone
+        # job needs (claim it, settle it) themselves, instead of waking the loop to do it.
+        self._role = threading.Lock()
+        self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
+        self._turn_began = 0.0  # the `now` of the loop's last turn
+        self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
+        self._loop_thread: threading.Thread | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
         # Set while a slot is free: the store watcher sleeps on it while the worker is full.
@@ -147,6 +161,7 @@ class Worker:
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
+        self._loop_thread = threading.current_thread()
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
@@ -171,9 +186,25 @@ class Worker:
     def _turn(self) -> bool:
         """One turn: settle what finished, drain when stopping, time out, renew, claim, then
         the standalone duties; sleep until something is due. True once the worker is done."""
+        with self._role:
+            if self._work_a_turn():
+                return True
+            sleep = self._sleep_for(self._turn_began)
+            # The loop sleeps from the turn's end, as it always did (a busy worker's batches
+            # then gather what finishes during the turn too), so it wakes up to a turn's length
+            # after this; helpers compare with this time, computed as they compute theirs (the
+            # turn's length added to it would make every deadline look earlier: a wake-up each).
+            self._loop_wake_at = self._turn_began + sleep
+        self._waker.wait(sleep)
+        return False
+
+    def _work_a_turn(self) -> bool:
+        """The turn's work, in the loop's role."""
+        if self._helper_error is not None:
+            raise self._helper_error
         self._claimed_in_flush = False
         self._settle_ready()
-        now = time.monotonic()
+        now = self._turn_began = time.monotonic()
         if self._stopping(now) and self._finish_drain(now):
             return True
         self._check_timeouts(now)
@@ -186,8 +217,36 @@ class Worker:
             self.on_tick(self)
         log.flush()  # this turn's events in one write, before the loop sleeps
         self._show_room()
-        self._waker.wait(self._sleep_for(now))
         return False
+
+    def _lend_a_hand(self, step: Callable[[], None], *, wait: bool) -> bool:
+        """Do `step`, a part of the loop's turn, on this thread while the loop sleeps, instead
+        of waking the loop to do it: at a low rate that is one thread's wake-up (a pipe write,
+        a wake-up from select, two GIL hand-offs) less per job, and the loop sleeps through.
+
+        False, with nothing done, when the worker stops (a drain is the loop's alone) or the
+        role is taken and `wait` is False: the caller then wakes the loop instead. When the
+        step leaves something due before the loop's own wake-up (a job's timeout or lease
+        renewal, a settlement's LINGER, a retry after a failed store call), the loop is woken
+        for it. An error in the step is the loop's: it raises it at its next turn, as it
+        would have raised it doing the step itself."""
+        if self.reason is not None or not self._role.acquire(blocking=wait):
+            return False
+        try:
+            if self.reason is not None or self._helper_error is not None:
+                return False
+            step()
+            self._show_room()
+            now = time.monotonic()
+            if now + self._sleep_for(now) < self._loop_wake_at - 1e-6:  # not for a rounding
+                self._waker.wake()
+        except BaseException as err:
+            self._helper_error = err
+            self._waker.wake()
+        finally:
+            self._role.release()
+        log.flush()
+        return True
 
     def _stopping(self, now: float) -> bool:
         """True while the worker stops. Notices a dead parent (stop now, SUP-05); on the first
@@ -258,20 +317,47 @@ class Worker:
             self._room.clear()
 
     def _watch_store(self) -> None:
-        """Wake the loop when the store says jobs may have changed (another process enqueued),
-        while a slot is free. A full worker has no use for the news: it claims anyway as its
-        jobs finish (settle_and_claim), so the watcher then sleeps until the loop shows room
-        again (no polling: an idle or full worker's threads all sleep in the kernel)."""
+        """When the store says jobs may have changed (another process enqueued) while a slot
+        is free: have slot 0 claim (see below), or wake the loop to. A full worker has no use
+        for the news: it claims anyway as its jobs finish (settle_and_claim), so the watcher
+        then sleeps until the loop shows room again (no polling: an idle or full worker's
+        threads all sleep in the kernel)."""
         store = self.app.store
         while self.reason is None:
             if not self._room.is_set():
                 self._room.wait(WATCH_FOR)
                 continue
             try:
-                if store.wait(self.queues, WATCH_FOR) and self._room.is_set():
-                    self._waker.wake()
+                news = store.wait(self.queues, WATCH_FOR)
             except Exception:  # the loop reports store errors; this thread only wakes it
                 time.sleep(0.5)
+                continue
+            # Have the first slot claim while the loop sleeps; were the role taken (a turn, a
+            # slot settling), waiting for it would be one more sleep per job: the loop claims.
+            if news and self._room.is_set() and not self._hand_claim_to_first_slot():
+                self._waker.wake()
+
+    def _hand_claim_to_first_slot(self) -> bool:
+        """(The store watcher's.) Have the first slot thread claim, when it has no job, and run
+        what it claims itself: its connection claims and settles a lone job (on SQLite two
+        connections taking turns at writing would each re-read the pages the other wrote), and
+        the claim wakes no thread but that one. False when the loop's role is taken, the worker
+        stops or that slot has a job: the caller wakes the loop to claim. Holds the role only
+        to hand the errand over (one submitter at a time), so slot 0 rarely waits for it."""
+        if self.reason is not None or not self._role.acquire(blocking=False):
+            return False
+        try:
+            threads = self._threads
+            if self.reason is not None or threads is None or not threads.first_free:
+                return False
+            threads.submit_first(self._claim_as_first_slot)  # not a job: what it claims goes there too
+            return True
+        finally:
+            self._role.release()
+
+    def _claim_as_first_slot(self) -> None:
+        if not self._lend_a_hand(self._claim, wait=True):
+            self._waker.wake()
 
     # -- claiming and running --------------------------------------------------------------
 
@@ -303,11 +389,29 @@ class Worker:
         if timeout is not None:
             entry.deadline = entry.started + timeout
 
-        def call() -> None:
-            self._results.put((entry, attempt.run_sync()))
+        threads = self._threads
+        assert threads is not None
 
-        assert self._threads is not None
-        self._threads.submit(call)
+        def call() -> Callable[[], None] | None:
+            self._results.add((entry, attempt.run_sync()))
+            if threads.on_first() and len(self.running) == 1:
+                return settle  # once this slot is free again, for the job claimed with it
+            self._results.nudge()
+            return None
+
+        def settle() -> None:
+            # A lone job (the only one running) has finished: the loop would settle it at once
+            # (_settle_now), so settle here (and claim the next jobs with it). Not when others
+            # run: a busy worker's settlements are the loop's group commit, and a slot taking
+            # turns with the loop at it only adds wake-ups and empty turns. On the first slot
+            # thread only, so that at most one more thread keeps a store connection (one per
+            # thread on SQLite and PostgreSQL). Not when the role is taken: its holder may be
+            # settling this very job, and waiting to find nothing left costs a sleep and a
+            # wake-up.
+            if not self._lend_a_hand(self._settle_ready, wait=False):
+                self._results.nudge()
+
+        threads.submit(call)
 
     async def _run_async(self, entry: Running, attempt: Attempt, timeout: float | None) -> None:
         import asyncio
@@ -452,5 +556,22 @@ class Worker:
         self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
 
     def _store_call(self, what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | None:
-        """Call the store through the guard: None when it failed or a backoff is pending."""
-        return self._guard.call(what, functools.partial(fn, *args, **kwargs))
+        """Call the store through the guard: None when it failed or a backoff is pending.
+
+        A thread lending the loop a hand (`_lend_a_hand`) calls only while the store is known
+        to be reachable, and a failure of its call is not reported (the guard's log would say
+        the store went away twice in one outage: this thread's connection, one per thread on
+        SQLite and PostgreSQL, fails once more after the loop's came back): it wakes the loop,
+        whose own call, through the guard, retries what failed (a settlement stays unsettled)
+        and tells whether the store is away."""
+        call = functools.partial(fn, *args, **kwargs)
+        if threading.current_thread() is self._loop_thread:
+            return self._guard.call(what, call)
+        if not self._guard.reachable or not self._guard.ready():
+            return None
+        try:
+            with retrying_at_most(self._guard.patience):
+                return call()
+        except Exception:
+            self._waker.wake()
+            return None

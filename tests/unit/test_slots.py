@@ -6,7 +6,9 @@ import queue
 import threading
 import time
 
-from tinyjobs.slots import Inbox, Waker
+from support.wait import wait_until
+
+from tinyjobs.slots import Inbox, ThreadSlots, Waker
 
 
 class CountingWaker:
@@ -77,3 +79,80 @@ def test_wait_returns_when_woken_and_consumes_the_wake_ups():
         assert time.monotonic() - began < 1.0
     finally:
         waker.close()
+
+
+def test_calls_go_to_the_first_slot_thread_whenever_it_is_idle_and_every_thread_serves():
+    """One after another, calls run on the first thread (warm: its store connection, caches);
+    while it is busy the others take them, so `size` calls still run at once; and a call
+    submitted while the first thread runs a call's second part waits for that thread."""
+    slots = ThreadSlots(3)
+    try:
+        ran: list[str] = []
+        for _ in range(3):
+            done = threading.Event()
+
+            def note(done: threading.Event = done) -> None:
+                ran.append(threading.current_thread().name)
+                done.set()
+
+            slots.submit(note)
+            assert done.wait(5)
+            wait_until(lambda: slots.first_free)
+        assert ran == ["tinyjobs-slot-0"] * 3
+
+        release = threading.Event()
+        started: list[str] = []
+
+        def hold() -> None:
+            started.append(threading.current_thread().name)
+            release.wait(5)
+
+        for _ in range(3):
+            slots.submit(hold)
+        wait_until(lambda: len(started) == 3)
+        assert sorted(started) == ["tinyjobs-slot-0", "tinyjobs-slot-1", "tinyjobs-slot-2"]
+        release.set()
+        wait_until(lambda: slots.first_free)
+
+        second_part_on: list[str] = []
+        then_on: list[str] = []
+        finished = threading.Event()
+
+        def then() -> None:
+            then_on.append(threading.current_thread().name)
+            finished.set()
+
+        def second_part() -> None:
+            second_part_on.append(threading.current_thread().name)
+            assert slots.first_free  # free already: the next job is handed to it
+            slots.submit(then)
+
+        slots.submit(lambda: second_part)
+        assert finished.wait(5)
+        assert second_part_on == then_on == ["tinyjobs-slot-0"]
+    finally:
+        slots.close()
+
+
+def test_an_errand_on_the_only_slot_thread_leaves_it_free_for_the_next_job():
+    """The store watcher's errand (a claim) is not a job: a job submitted while it runs goes to
+    the first thread after it, and with one slot there is no other thread that could take it."""
+    slots = ThreadSlots(1)
+    try:
+        in_errand, go_on = threading.Event(), threading.Event()
+        ran: list[str] = []
+
+        def errand() -> None:
+            in_errand.set()
+            go_on.wait(5)
+
+        slots.submit_first(errand)
+        assert in_errand.wait(5)
+        assert slots.first_free
+        done = threading.Event()
+        slots.submit(lambda: (ran.append(threading.current_thread().name), done.set()) and None)
+        go_on.set()
+        assert done.wait(5), "the job was never run"
+        assert ran == ["tinyjobs-slot-0"]
+    finally:
+        slots.close()

@@ -143,3 +143,103 @@ def test_a_none_result_is_stored_as_json_null_and_others_as_their_json():
     refused = answer(claimed, object())
     assert refused.settlement.outcome == "fail" and refused.settlement.error.startswith("SerializationError")
     assert refused.verdict == "failed"
+
+
+class DoorbellStore(MemoryStore):
+    """A memory store whose `wait` returns only for an enqueue (as SQLite's doorbell, Redis's
+    wake lists and PostgreSQL's NOTIFY do; the memory store's wakes at any write), and which
+    records the thread of every claim and settle."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bell = threading.Condition()
+        self.rings = self.heard = 0
+        self.calls: list[tuple[str, str]] = []
+        self._depth = threading.local()
+
+    def enqueue(self, jobs, now=None, conn=None):
+        made = super().enqueue(jobs, now, conn)
+        with self.bell:
+            self.rings += 1
+            self.bell.notify_all()
+        return made
+
+    def wait(self, queues, timeout):
+        with self.bell:
+            rang = self.bell.wait_for(lambda: self.rings != self.heard, timeout)
+            self.heard = self.rings
+            return rang
+
+    def _record(self, what: str) -> None:
+        if not self.inside:  # settle_and_claim's own settle and claim are not calls of their own
+            self.calls.append((what, threading.current_thread().name))
+
+    @property
+    def inside(self) -> bool:
+        return getattr(self._depth, "n", 0) > 0
+
+    def claim(self, *args, **kwargs):
+        self._record("claim")
+        return super().claim(*args, **kwargs)
+
+    def settle(self, *args, **kwargs):
+        self._record("settle")
+        return super().settle(*args, **kwargs)
+
+    def settle_and_claim(self, *args, **kwargs):
+        self._record("settle_and_claim")
+        self._depth.n = 1
+        try:
+            return super().settle_and_claim(*args, **kwargs)
+        finally:
+            self._depth.n = 0
+
+
+def test_a_lone_job_is_claimed_run_and_settled_by_one_slot_thread_while_the_loop_sleeps(monkeypatch):
+    """At a low rate each job arrives alone: the store watcher hands the claim to the first
+    slot thread, which runs the job it claimed and settles it, all on its own store connection;
+    the loop's thread is not woken for either (one hop each way, which cost more CPU per job
+    than the job's store calls). Observed by the threads the store calls come from, so the
+    hop coming back fails this test, however fast it is."""
+    import tinyjobs.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "IDLE_POLL", 60.0)  # no claim by the clock meanwhile
+    monkeypatch.setattr(worker_module, "TIMED_POLL", 60.0)
+    store = DoorbellStore()
+    app = tinyjobs.App(store)
+    app.queue("default", lease="10m")  # no lease renewal falls due before the loop's idle poll
+    ran_on: list[str] = []
+
+    @app.task
+    def where(run, n):
+        ran_on.append(threading.current_thread().name)
+        return n
+
+    # The reaper's duties fall due in 30 s: before the idle poll, so the loop sleeps until then,
+    # and a helper that took that time for earlier than the loop's own wake-up would wake it.
+    monkeypatch.setattr("tinyjobs.reaper.HOLDER_INTERVAL", 30.0)
+    monkeypatch.setattr("tinyjobs.reaper.PURGE_INTERVAL", 30.0)
+    worker = worker_module.Worker(app, slots=4, handle_signals=False)
+    assert worker.reaper is not None
+    worker.reaper.reap_interval = 30.0
+    turns = []
+    turn = worker._work_a_turn
+    worker._work_a_turn = lambda: turns.append(1) or turn()  # type: ignore[method-assign]
+    loop = threading.Thread(target=worker.run, name="the-loop", daemon=True)
+    loop.start()
+    try:
+        # The loop's first turn is over and it sleeps (it releases its role to sleep).
+        wait_until(lambda: worker._loop_wake_at > 0 and not worker._role.locked())
+        store.calls.clear()
+        turns.clear()
+        for n in range(3):
+            job = where.enqueue(n=n)
+            wait_until(lambda: app.get(job.id).state == "done", interval=0.005)  # noqa: B023
+        assert ran_on == ["tinyjobs-slot-0"] * 3
+        assert store.calls == [("claim", "tinyjobs-slot-0"), ("settle_and_claim", "tinyjobs-slot-0")] * 3
+        assert turns == [], "the loop was woken for a lone job"
+    finally:
+        worker.request_stop()
+        loop.join(10)
+        app.close()
+    assert not loop.is_alive()
