@@ -43,17 +43,33 @@ def to_job(row: sqlite3.Row, now: float, created: bool = True) -> Job:
 
 
 # The `claim` statement's RETURNING columns, in order (queries.sql; a unit test holds the two
-# together), read by position: sqlite3.Row finds a column by name by comparing names.
-CLAIM_COLUMNS = (
-    "seq", "id", "task", "queue", "payload", "priority", "due", "attempts", "max_attempts",
-    "created_at", "started_at", "finished_at", "error", "result", "key", "grp", "after_ids",
-    "cancel_requested", "token", "lease_seconds", "has_steps",
-)  # fmt: skip
-(
-    SEQ, ID, TASK, QUEUE, PAYLOAD, PRIORITY, DUE, ATTEMPTS, MAX_ATTEMPTS, CREATED_AT, STARTED_AT,
-    FINISHED_AT, ERROR, RESULT, KEY, GRP, AFTER_IDS, CANCEL_REQUESTED, TOKEN, LEASE_SECONDS,
-    HAS_STEPS,
-) = range(len(CLAIM_COLUMNS))  # fmt: skip
+# together), read by position: sqlite3.Row finds a column by name by comparing names. Each
+# position below is looked up by its column's name, so the two lists cannot drift apart.
+CLAIM_COLUMNS = tuple(
+    "seq id task queue payload priority due attempts max_attempts created_at started_at "
+    "finished_at error result key grp after_ids cancel_requested token lease_seconds has_steps".split()
+)
+SEQ = CLAIM_COLUMNS.index("seq")
+ID = CLAIM_COLUMNS.index("id")
+TASK = CLAIM_COLUMNS.index("task")
+QUEUE = CLAIM_COLUMNS.index("queue")
+PAYLOAD = CLAIM_COLUMNS.index("payload")
+PRIORITY = CLAIM_COLUMNS.index("priority")
+DUE = CLAIM_COLUMNS.index("due")
+ATTEMPTS = CLAIM_COLUMNS.index("attempts")
+MAX_ATTEMPTS = CLAIM_COLUMNS.index("max_attempts")
+CREATED_AT = CLAIM_COLUMNS.index("created_at")
+STARTED_AT = CLAIM_COLUMNS.index("started_at")
+FINISHED_AT = CLAIM_COLUMNS.index("finished_at")
+ERROR = CLAIM_COLUMNS.index("error")
+RESULT = CLAIM_COLUMNS.index("result")
+KEY = CLAIM_COLUMNS.index("key")
+GRP = CLAIM_COLUMNS.index("grp")
+AFTER_IDS = CLAIM_COLUMNS.index("after_ids")
+CANCEL_REQUESTED = CLAIM_COLUMNS.index("cancel_requested")
+TOKEN = CLAIM_COLUMNS.index("token")
+LEASE_SECONDS = CLAIM_COLUMNS.index("lease_seconds")
+HAS_STEPS = CLAIM_COLUMNS.index("has_steps")
 
 
 def claimed_job(row: tuple) -> Job:
