@@ -17,7 +17,7 @@ from tinyjobs.stores.postgres import open as open_postgres
 from tinyjobs.stores.postgres.rows import NCOLS
 from tinyjobs.stores.postgres.sqlfiles import COLUMNS, queries
 
-ONE = {name: enqueue.WRITTEN[name] for name in ("replaced", "now")}  # no `notified`: see read_one
+ONE = {name: enqueue.WRITTEN[name] for name in ("replaced", "now")}  # no `notified`: see added_one
 TAILS = {
     "enqueue": enqueue.WRITTEN,
     "enqueue_one": ONE,

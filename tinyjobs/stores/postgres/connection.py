@@ -200,6 +200,20 @@ class Connections:
 
         return self._retrying(attempt, idempotent)
 
+    def exchange(self, send: Callable[[psycopg.Connection, bool], T], *, idempotent: bool) -> T:
+        """Run `send(conn, weak)`, which writes through libpq itself (oneflush.py) a transaction
+        with its COMMIT, with `pipeline`'s rules: sent again after a dropped connection only when
+        `idempotent`, and a transaction an error left open rolled back."""
+
+        def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> T:
+            sent[0] = True
+            try:
+                return send(conn, weak)
+            finally:
+                self._end_failed(conn)
+
+        return self._retrying(attempt, idempotent)
+
     def _retrying(
         self, attempt: Callable[[psycopg.Connection, bool, bool, list[bool]], T], idempotent: bool
     ) -> T:

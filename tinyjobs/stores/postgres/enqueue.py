@@ -1,6 +1,7 @@
 """Adding jobs on PostgreSQL: one INSERT of the whole batch (unnest arrays), run inside one
 transaction, ours or the caller's (JOB-02); and the single job without parents, the most
-common enqueue, as one statement sent with its COMMIT and its wake-up in one round trip.
+common enqueue, as one statement sent with its BEGIN, COMMIT and wake-up in one write and one
+round trip (oneflush.py; enqueue.sql).
 
 The batch is written as steps (see steps.py), so that the sync store and the async one run
 the same statements and read the same rows."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,13 +19,16 @@ from ...errors import StoreError
 from ...job import BLOCKED, CANCELLED, FAILED, Job
 from ..aio import Later
 from ..base import NewJob
-from ..rules import STORED_LIVE, initial_state, unknown_parent
+from ..rules import STORED_LIVE, created_snapshot, initial_state, unknown_parent
+from .oneflush import Param, Prepared, exchange
 from .rows import AFTER_IDS, ID, KEY, QUEUE, STATE, tail, to_job
+from .sqlfiles import blocks, compose
 from .steps import Steps, drive
 
 # The columns `enqueue` and `enqueue_one` return after COLUMNS, and those of `enqueue_existing`.
 WRITTEN = tail("replaced", "now", "notified")
 FOUND = tail("now", "holds_id")
+_FLOAT8 = struct.Struct(">d").unpack
 
 
 def _batch(jobs: Sequence[NewJob]) -> tuple[list[int], dict[int, int]]:
@@ -194,13 +199,75 @@ def wake(q: dict[str, str], channel: str, queues: set[str]) -> tuple[str, dict[s
     return q["notify"], {"channel": channel, "queues": sorted(queues)}
 
 
-def send_one(cur: Any, q: dict[str, str], job: NewJob, now: float | None) -> None:
-    """Queue the statement that adds `job`, one without parents; `read_one` reads its row."""
-    cur.execute(q["enqueue_one"], one_params(job, now))
+TEXT, INT4, FLOAT8 = 25, 23, 701
+_ONE_TYPES = (TEXT, TEXT, TEXT, TEXT, INT4, FLOAT8, FLOAT8, INT4, TEXT, TEXT, FLOAT8, FLOAT8, FLOAT8)
+
+
+@functools.cache
+def wire(schema: str) -> dict[str, Prepared]:
+    """The statements of enqueue.sql composed for `schema`, ready for oneflush.exchange."""
+    types = {"enqueue_one": _ONE_TYPES, "wake_one": (TEXT, TEXT)}
+    return {
+        name: Prepared(compose(text, schema), types.get(name, ()))
+        for name, text in blocks("enqueue.sql").items()
+    }
+
+
+def enqueue_one(
+    conn: Any, schema: str, channel: str, job: NewJob, now: float | None, weak: bool
+) -> float | None:
+    """Add `job` (one without parents) in a transaction of its own and wake its queue's waiters
+    after the commit, all in one write and one wait (oneflush.py): BEGIN, synchronous_commit
+    raised when the session's is weaker (`weak`), the INSERT, COMMIT, then the wake-up in an
+    implicit transaction of its own. The wake-up goes whether or not the job was added (its id
+    or key may be held): a spurious one costs a waiter one look. Returns the clock the job was
+    written with, or None when it was not added. Sent again after an unanswered COMMIT, it
+    meets its own id and adds nothing (the caller then finds the job)."""
+    w = wire(schema)
+    params = (
+        job.id,
+        job.task,
+        job.queue,
+        job.payload,
+        job.priority,
+        float(job.delay),
+        None if job.at is None else float(job.at),
+        job.max_attempts,
+        job.key,
+        job.group,
+        float(job.dedupe),
+        float(job.keep),
+        now,
+    )
+    statements: list[tuple[Prepared, Sequence[Param]]] = [(w["begin"], ())]
+    if weak:
+        statements.append((w["raise_sync_commit"], ()))
+    statements += [(w["enqueue_one"], params), (w["commit"], ()), (w["wake_one"], (channel, job.queue))]
+    results = exchange(conn, statements)
+    inserted = results[-3]
+    return _FLOAT8(inserted.get_value(0, 0))[0] if inserted.ntuples else None
+
+
+def one_job(
+    job: NewJob,
+    written_at: float | None,
+    holder_of: Callable[[NewJob], dict],
+    replace: Callable[[NewJob], Job],
+) -> Job:
+    """The snapshot of a single enqueue: the job as written when `enqueue_one` added it (at
+    clock `written_at`), or else the job that holds its id or key, read by `holder_of(job)` (a
+    later statement: under READ COMMITTED the same as in the enqueue's own transaction), or else
+    `replace(job)`: the batch way, for an id whose final job may be replaced (JOB-09), which
+    `enqueue_one` leaves alone."""
+    if written_at is not None:
+        due = written_at + float(job.delay) if job.at is None else float(job.at)
+        return created_snapshot(job, due, written_at)
+    found = holder_of(job)
+    return holding(job, found) if held(job, found) else replace(job)
 
 
 def one_params(job: NewJob, now: float | None) -> dict[str, Any]:
-    """The parameters of `enqueue_one` for `job`."""
+    """The parameters of queries.sql's `enqueue_one` for `job` (the async store's)."""
     return {
         "now": now,
         "id": job.id,
@@ -216,20 +283,6 @@ def one_params(job: NewJob, now: float | None) -> dict[str, Any]:
         "dedupe": float(job.dedupe),
         "keep": float(job.keep),
     }
-
-
-def read_one(
-    rows: list, job: NewJob, holder_of: Callable[[NewJob], dict], replace: Callable[[NewJob], Job]
-) -> Job:
-    """The snapshot `send_one` left: the added row, or else the job that holds its id or key,
-    read by `holder_of(job)` (a later statement: under READ COMMITTED the same as in the
-    enqueue's own transaction), or else `replace(job)`: the batch way, for an id whose final
-    job may be replaced (JOB-09), which `enqueue_one` leaves alone."""
-    added = added_one(rows)
-    if added is not None:
-        return added
-    found = holder_of(job)
-    return holding(job, found) if held(job, found) else replace(job)
 
 
 def held(job: NewJob, found: dict) -> bool:

@@ -20,7 +20,7 @@ from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import bulk, claims, settle, steps
 from .config import Settings
 from .connection import Connections
-from .enqueue import caller_steps, existing, read_one, send_one, wake
+from .enqueue import caller_steps, enqueue_one, existing, one_job, wake
 from .enqueue import enqueue as enqueue_tx
 from .listen import Listener
 from .rows import tail, to_job
@@ -106,14 +106,10 @@ class PostgresStore(PostgresViews):
 
     def _enqueue_one(self, job: NewJob, now: float | None) -> Job:
         """One job without parents: its transaction and the wake-up of its queue's waiters in
-        one round trip. The wake-up goes whether or not the job was added (its id or key may
-        be held): a spurious wake-up costs a waiter one look, waiting for the answer would cost
-        every enqueue a round trip."""
+        one write and one round trip (enqueue.enqueue_one)."""
 
-        def send(conn: psycopg.Connection, retrying: bool) -> Any:
-            cur = conn.cursor()
-            send_one(cur, self.q, job, now)
-            return cur.fetchall
+        def send(conn: psycopg.Connection, weak: bool) -> float | None:
+            return enqueue_one(conn, self.schema, self._channel, job, now, weak)
 
         def holder_of(job: NewJob) -> dict:
             return self._run(lambda cur, retrying: existing(cur, self.q, [job], now), write=False)
@@ -126,11 +122,8 @@ class PostgresStore(PostgresViews):
                 self._notify({job.queue})
             return added
 
-        after = wake(self.q, self._channel, {job.queue})
-        rows = _past_key_races(
-            lambda: self._conns.pipeline(send, idempotent=True, raise_sync=self._raise_sync, after=after)
-        )
-        return read_one(rows, job, holder_of, replace)
+        written_at = _past_key_races(lambda: self._conns.exchange(send, idempotent=True))
+        return one_job(job, written_at, holder_of, replace)
 
     def _notify(self, queues: set[str]) -> None:
         """Wake the waiters of these queues, after the change committed (its own statement:
