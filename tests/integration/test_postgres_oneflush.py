@@ -84,3 +84,12 @@ def test_the_single_enqueue_adds_the_job_and_then_finds_it(postgres_store):
     assert (again.created, again.id, again.due_at) == (False, "one", 1005.0)
     stored = postgres_store.get("one", now=1001.0)
     assert (stored.args, stored.due_at, stored.created_at) == ({"a": 1}, 1005.0, 1000.0)
+
+
+def test_a_text_with_a_nul_is_refused_not_cut_short(conn):
+    # libpq would send a text parameter up to its NUL: "ab\x00c" would be written as "ab".
+    with pytest.raises(psycopg.DataError, match="NUL"):
+        exchange(conn, [(ECHO, ("ab\x00c", 1, 1.0, None))])
+    assert conn.pgconn.pipeline_status == pq.PipelineStatus.OFF
+    [ok] = exchange(conn, [(ECHO, ("abc", 1, 1.0, None))])
+    assert ok.get_value(0, 0) == b"abc!"

@@ -60,20 +60,23 @@ def exchange(conn: psycopg.Connection, statements: Sequence[tuple[Prepared, Sequ
     rolls it back). The connection is idle (autocommit, no psycopg pipeline) before and after."""
     pgconn = conn.pgconn
     known = _prepared.setdefault(conn, set())
+    encoded = [(stmt, [_text(p) for p in params]) for stmt, params in statements]
     parsing: list[bytes | None] = []  # per reply owed: the name a Parse prepares, None for a statement
+    synced = False
     pgconn.enter_pipeline_mode()
     try:
-        for stmt, params in statements:
+        for stmt, values in encoded:
             if stmt.name not in known and stmt.name not in parsing:
                 pgconn.send_prepare(stmt.name, stmt.sql, stmt.types)
                 parsing.append(stmt.name)
-            pgconn.send_query_prepared(stmt.name, [_text(p) for p in params], result_format=_BINARY)
+            pgconn.send_query_prepared(stmt.name, values, result_format=_BINARY)
             parsing.append(None)
         pgconn.pipeline_sync()
+        synced = True
         replies = conn.wait(_replies(pgconn))
     finally:
         if pgconn.pipeline_status != pq.PipelineStatus.OFF and pgconn.status == pq.ConnStatus.OK:
-            _drain(conn)
+            _drain(conn, synced)
     if len(replies) != len(parsing):
         raise psycopg.OperationalError(f"{len(parsing)} replies owed by the server, {len(replies)} read")
     results: list[Any] = []
@@ -91,14 +94,16 @@ def exchange(conn: psycopg.Connection, statements: Sequence[tuple[Prepared, Sequ
     return results
 
 
-def _drain(conn: psycopg.Connection) -> None:
-    """Leave pipeline mode after a failure while the results were still owed: read them to the
-    Sync. A connection that cannot be brought back is closed (its caller sees it dropped)."""
+def _drain(conn: psycopg.Connection, synced: bool) -> None:
+    """Leave pipeline mode after a failure while results were still owed: end what was queued
+    with a Sync if it had none yet, and read to it. A connection that cannot be brought back is
+    closed (its caller sees it dropped)."""
     pgconn = conn.pgconn
     try:
+        if not synced:
+            pgconn.pipeline_sync()
         conn.wait(_replies(pgconn))
-        pgconn.exit_pipeline_mode()
-    except Exception:  # closed: the caller's retry logic opens a new one
+    except BaseException:  # closed: the caller's retry logic opens a new one
         pgconn.finish()
 
 
@@ -106,6 +111,8 @@ def _text(value: Param) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, str):
+        if "\x00" in value:  # libpq reads a text parameter up to its first NUL: refuse it
+            raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
         return value.encode()
     if isinstance(value, float):
         return repr(value).encode()  # the shortest text that reads back as the same double
