@@ -208,9 +208,15 @@ def wire(schema: str) -> dict[str, Prepared]:
     """The statements of enqueue.sql composed for `schema`, ready for oneflush.exchange."""
     types = {"enqueue_one": _ONE_TYPES, "wake_one": (TEXT, TEXT)}
     return {
-        name: Prepared(compose(text, schema), types.get(name, ()))
+        name: Prepared(_without_comments(compose(text, schema)), types.get(name, ()))
         for name, text in blocks("enqueue.sql").items()
     }
+
+
+def _without_comments(text: str) -> str:
+    """`text` without its whole-line comments (they would be sent, and shown by
+    pg_stat_statements, with the statement)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 
 
 def enqueue_one(
