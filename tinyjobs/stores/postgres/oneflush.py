@@ -3,15 +3,18 @@ libpq's pipeline mode driven directly (psycopg.pq), for the single enqueue.
 
 psycopg's own pipeline flushes the socket at every `execute`: the single enqueue's BEGIN, INSERT,
 COMMIT and wake-up left as four writes and a Sync, each a sendto on the client and a wake-up of
-the server's backend, with psycopg's per-statement work around each (~230 us of client CPU per
-enqueue where the store's own share is a few tens). Here the statements are queued in libpq's
+the server's backend, with psycopg's per-statement work around each (one write instead saves
+~170 us of client CPU and ~50 us of the server's per enqueue: docs/measured.md, "pg-enqueue").
+Here the statements are queued in libpq's
 buffer and leave with the Sync in one write; the server answers them all, and the client waits
 once. What a statement needs from the client is given as text (str, int and float; repr of a
 float reads back exactly), results come back in binary.
 
 Each statement is prepared once per connection (`Prepared`: its Parse leaves in the same
 write as its first use), so the server plans it once per session, as psycopg's automatic
-preparation does for the other statements."""
+preparation does for the other statements (and with the same limit: a pooler that drops a
+session's prepared statements behind its back, PgBouncer before 1.21 in transaction mode, fails
+both)."""
 
 from __future__ import annotations
 
