@@ -93,3 +93,35 @@ def test_a_text_with_a_nul_is_refused_not_cut_short(conn):
     assert conn.pgconn.pipeline_status == pq.PipelineStatus.OFF
     [ok] = exchange(conn, [(ECHO, ("abc", 1, 1.0, None))])
     assert ok.get_value(0, 0) == b"abc!"
+
+
+class _Recording:
+    """A connection whose libpq calls are recorded in order (the rest passes through)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+        self.calls: list[str] = []
+        self.pgconn = self._PGconn(conn.pgconn, self.calls)
+        self.info = conn.info
+
+    def wait(self, gen, *args, **kwargs):
+        self.calls.append("wait")
+        return self._conn.wait(gen, *args, **kwargs)
+
+    class _PGconn:
+        def __init__(self, pgconn, calls: list[str]) -> None:
+            self._pgconn, self._calls = pgconn, calls
+
+        def __getattr__(self, name: str):
+            value = getattr(self._pgconn, name)
+            if callable(value) and name.startswith(("send_", "pipeline_sync", "flush")):
+                self._calls.append(name)
+            return value
+
+
+def test_every_statement_is_queued_before_the_one_write_and_the_one_wait(conn):
+    recording = _Recording(conn)
+    exchange(recording, [(BEGIN, ()), (ECHO, ("a", 1, 1.0, None)), (COMMIT, ())])
+    sync = recording.calls.index("pipeline_sync")  # PQpipelineSync flushes: the one write
+    assert set(recording.calls[:sync]) == {"send_prepare", "send_query_prepared"}  # no flush before
+    assert recording.calls[sync + 1] == "wait" and recording.calls.count("wait") == 1
