@@ -19,7 +19,7 @@ from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import codec
-from .connection import BLOCK_AT_MOST, Connection, decoded
+from .connection import BLOCK_AT_MOST, Connection
 from .scripts import Scripts
 from .views import RedisViews
 
@@ -113,12 +113,13 @@ class RedisStore(RedisViews):
 
     @staticmethod
     def _claimed(text: str) -> list[Claimed]:
-        """The leases in claim.lua's reply."""
+        """The leases in claim.lua's reply: each row with the fields the claim wrote put in place."""
         reply = json.loads(text)
         at = float(reply[0])
         out = []
-        for job_id, flat, steps in reply[1]:
+        for job_id, flat, changed, steps in reply[1]:
             h = codec.pairs(flat)
+            h.update(zip(changed[0::2], changed[1::2], strict=True))
             job = codec.from_hash(job_id, h, at)
             out.append(Claimed(job, h["tk"], float(h["ls"]), codec.pairs(steps)))
         return out
@@ -168,9 +169,8 @@ class RedisStore(RedisViews):
         return int(self._run("reap", [codec.now_arg(now), int(limit)]))
 
     def holders(self, host: str) -> list[Holder]:
-        """Read from the set of holders with live leases."""
-        ids = sorted(decoded(h) for h in self._conn.call(lambda c: c.smembers(self.base + ":holders")))
-        return [Holder.parse(h) for h in ids if h.startswith(host + "|")]
+        """One read-only script: the host's holders in P:holders that still lease a job."""
+        return [Holder.parse(h) for h in sorted(self._run("holders", [host]))]
 
     def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
         """One atomic script for all holders."""
