@@ -9,6 +9,8 @@
 -- ARGV[2] = JSON array of settlements, each an array of 7 strings: id, token, outcome
 --   (done/retry/snooze/fail/handback), result JSON, error, delay seconds, execution outcome
 --   ('' = none)
+-- or, for one settlement, ARGV[2] = '' and ARGV[3..9] = its 7 strings: the commonest call (a
+--   lone job's), which then spares the JSON on both sides
 -- Returns 1 (applied) or 0 (lease lost) per settlement.
 local now = clock(ARGV[1])
 
@@ -34,7 +36,8 @@ end
 local FIELDS = {'st', 'tk', 'c', 'a', 'ma', 'd', 'q', 'g', 'h', 'k', 'dd', 'kp', 's', 'e', 'hd', 'pr', 'sa'}
 
 local out = {}
-for _, a in ipairs(cjson.decode(ARGV[2])) do
+local settlements = ARGV[2] == '' and {{unpack(ARGV, 3, 9)}} or cjson.decode(ARGV[2])
+for _, a in ipairs(settlements) do
   local id, tk, oc = a[1], a[2], a[3]
   local j = load_fields(id, FIELDS)
   if not j or j.tk ~= tk or j.st ~= 'running' then

@@ -150,7 +150,7 @@ class RedisStore(RedisViews):
         after a lost claim."""
         if not settlements or limit <= 0 or not queues:
             return self.settle(settlements, now), self.claim(queues, holder, limit, now)
-        args = [codec.now_arg(now), _packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
+        args = [codec.now_arg(now), *_packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
         try:
             applied, claimed = self._run("settle_claim", args, safe=False)
         except StoreUnavailable:
@@ -162,7 +162,7 @@ class RedisStore(RedisViews):
         tokens fence it, so a settlement applies once (the repeat may then report False)."""
         if not settlements:
             return []
-        return [bool(x) for x in self._run("settle", [codec.now_arg(now), _packed(settlements)])]
+        return [bool(x) for x in self._run("settle", [codec.now_arg(now), *_packed(settlements)])]
 
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
         """One atomic script."""
@@ -297,6 +297,10 @@ class RedisStore(RedisViews):
         self._conn.close()
 
 
-def _packed(settlements: Sequence[Settlement]) -> str:
-    """settle.lua's ARGV[2]: the settlements as one JSON argument."""
-    return json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)
+def _packed(settlements: Sequence[Settlement]) -> list[str]:
+    """settle.lua's arguments after `now`: one settlement as '' and its 7 values (no JSON to
+    write here or to decode in the script: a lone job's settlement is the commonest), more as
+    one JSON argument."""
+    if len(settlements) == 1:
+        return ["", *codec.settlement_args(settlements[0])]
+    return [json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)]
