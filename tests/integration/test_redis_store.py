@@ -181,16 +181,16 @@ def test_a_settlement_wakes_waiters_only_on_a_queue_with_limits(redis_store):
     assert limited_queues(redis_store) == {"default": "1"}
     waiter = open_redis(redis_store.url)
     woke: list[tuple[bool, float]] = []
+    ids: list[str] = []
 
     def wait() -> None:
+        # The connection the waiter will block on: its thread's own.
+        ids.append(str(waiter._conn.blocking().client_id()))
         started = time.monotonic()
         woke.append((waiter.wait(["default"], 10.0), time.monotonic() - started))
 
-    # The connection the waiter will block on: its pool hands the same idle connection back.
-    waiter_id = str(waiter._conn.blocking().client_id())
-
     def blocked() -> bool:
-        return any("b" in c["flags"] for c in raw(redis_store).client_list(client_id=[waiter_id]))
+        return bool(ids) and any("b" in c["flags"] for c in raw(redis_store).client_list(client_id=ids))
 
     thread = threading.Thread(target=wait)
     try:

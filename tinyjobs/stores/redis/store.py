@@ -19,7 +19,7 @@ from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import codec
-from .connection import BLOCK_AT_MOST, Connection
+from .connection import BLOCK_AT_MOST, Connection, execute
 from .scripts import Scripts
 from .views import RedisViews
 
@@ -256,7 +256,7 @@ class RedisStore(RedisViews):
         blocking = self._conn.blocking()
         block = min(timeout, until_due, BLOCK_AT_MOST)
         keys = [f"{self.base}:q:{q}:wake" for q in names]
-        popped = self._conn.call(lambda c: blocking.blpop(keys, timeout=block))
+        popped = self._conn.call(lambda c: execute(blocking, ["BLPOP", *keys, block]))
         if not popped or popped[1] != "1":
             self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
