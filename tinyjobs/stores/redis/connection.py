@@ -24,6 +24,12 @@ from ..deadlines import CONNECT, ROUND_TRIP, retry_window
 
 T = TypeVar("T")
 
+_pack_command: Callable[[tuple[Any, ...]], bytes] | None
+try:  # redis-py's own packer makes a tuple of the arguments and checks each before this call
+    from hiredis import pack_command as _pack_command
+except ImportError:  # redis-py without hiredis: its pure-Python packer
+    _pack_command = None
+
 DEFAULT_PREFIX = "tinyjobs"
 SCHEMES = ("redis", "rediss", "unix")
 RETRY_FOR = 15.0  # seconds a safe call keeps retrying while the server is down or loading
@@ -188,7 +194,9 @@ def execute(client: redis.Redis, args: list[Any]) -> Any:
     conn = client.connection
     if conn is None or getattr(conn, "should_reconnect", _no)():
         return client.execute_command(*args)
-    conn.send_packed_command(conn.pack_command(*args))
+    # Our arguments are str, int and float, which hiredis packs as redis-py does (UTF-8, repr).
+    packed = conn.pack_command(*args) if _pack_command is None else [_pack_command(tuple(args))]
+    conn.send_packed_command(packed)
     return conn.read_response()
 
 
