@@ -181,16 +181,16 @@ def test_a_settlement_wakes_waiters_only_on_a_queue_with_limits(redis_store):
     assert limited_queues(redis_store) == {"default": "1"}
     waiter = open_redis(redis_store.url)
     woke: list[tuple[bool, float]] = []
+    ids: list[str] = []
 
     def wait() -> None:
+        # The connection the waiter will block on: its thread's own.
+        ids.append(str(waiter._conn.blocking().client_id()))
         started = time.monotonic()
         woke.append((waiter.wait(["default"], 10.0), time.monotonic() - started))
 
-    # The connection the waiter will block on: its pool hands the same idle connection back.
-    waiter_id = str(waiter._conn.blocking().client_id())
-
     def blocked() -> bool:
-        return any("b" in c["flags"] for c in raw(redis_store).client_list(client_id=[waiter_id]))
+        return bool(ids) and any("b" in c["flags"] for c in raw(redis_store).client_list(client_id=ids))
 
     thread = threading.Thread(target=wait)
     try:
@@ -439,3 +439,25 @@ def test_a_token_names_its_job_and_a_lease_an_older_version_took_still_holds(red
     ]
     assert not r.exists(tok)
     assert redis_store.renew([a.token, old], now=T0 + 3) == {a.token: "lost", old: "lost"}
+
+
+def test_a_settled_holder_stays_in_the_set_unlisted_until_purge(redis_store):
+    # Settling leaves the holder in P:holders (removing it, and adding it back at the next claim,
+    # cost three commands a job at a low rate): holders() lists only those that still lease a
+    # job, and purge drops the others.
+    r, members = raw(redis_store), redis_store.base + ":holders"
+    one, two = Holder("h/boot", 1, 1), Holder("h/boot", 2, 1)
+    redis_store.enqueue([NewJob("a", "work"), NewJob("b", "work")], now=T0)
+    [a] = redis_store.claim(QUEUES, one, 1, now=T0)
+    [b] = redis_store.claim(QUEUES, two, 1, now=T0)
+    assert redis_store.holders("h/boot") == [one, two]
+    assert redis_store.settle([Settlement("a", a.token, "done")], now=T0 + 1) == [True]
+    assert r.smembers(members) == {one.id, two.id}
+    assert redis_store.holders("h/boot") == [two]
+    redis_store.purge(now=T0 + 2)
+    assert r.smembers(members) == {two.id}
+    assert redis_store.holders("h/boot") == [two]
+    # A lease that ends unsettled takes its holder out at once, as before.
+    assert redis_store.end_leases([two], now=T0 + 3) == 1
+    assert not r.exists(members)
+    assert b.job.id == "b"

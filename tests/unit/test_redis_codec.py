@@ -22,7 +22,7 @@ def test_one_job_goes_as_its_values_and_a_batch_as_one_json_argument():
 def test_replies_of_both_shapes_make_the_same_snapshots():
     job = NewJob(id="a", task="t", payload='{"x": 1}')
     result = ["1", "a", "pending", "100", 7, ""]
-    [single] = codec.enqueue_reply([job], ["100", result])
+    [single] = codec.enqueue_reply([job], ["100", *result])
     [batched] = codec.enqueue_reply([job], json.dumps(["100", [result]]))
     assert single == batched and single.created and single.due_at == 100.0
     existing = [
@@ -31,7 +31,7 @@ def test_replies_of_both_shapes_make_the_same_snapshots():
         ["t", "t", "q", "default", "p", '{"x": 2}', "st", "pending", "pr", "0", "a", "0"]
         + ["ma", "3", "d", "90", "ca", "80"],
     ]
-    [old] = codec.enqueue_reply([job], ["100", existing])
+    [old] = codec.enqueue_reply([job], ["100", *existing])
     assert not old.created and old.args == {"x": 2}
     with pytest.raises(JobNotFound):
         codec.enqueue_reply([job], ["!", "p", "a"])

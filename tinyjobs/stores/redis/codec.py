@@ -158,10 +158,10 @@ def enqueue_later(jobs: Sequence[NewJob], reply: Any) -> list[Callable[[], Job]]
     """`enqueue_reply` with each snapshot left to build: one call per job, in order (the async
     store's callers decode theirs a few per turn of the event loop: stores/aio.py Grouped).
     The reply is parsed and checked here, so what is left cannot fail on a missing parent."""
-    if isinstance(reply, list):  # one job's {now, result}, or a missing parent's {'!', ...}
+    if isinstance(reply, list):  # one job's {now, its result's values}, or a missing parent's
         if reply[0] == "!":
             raise unknown_parent(reply[2], reply[1])
-        at, results = float(reply[0]), reply[1:]
+        at, results = float(reply[0]), [reply[1:]]
     else:
         parsed = json.loads(reply)
         at, results = float(parsed[0]), parsed[1]

@@ -24,6 +24,12 @@ from ..deadlines import CONNECT, ROUND_TRIP, retry_window
 
 T = TypeVar("T")
 
+_pack_command: Callable[[tuple[Any, ...]], bytes] | None
+try:  # redis-py's own packer makes a tuple of the arguments and checks each before this call
+    from hiredis import pack_command as _pack_command
+except ImportError:  # redis-py without hiredis: its pure-Python packer
+    _pack_command = None
+
 DEFAULT_PREFIX = "tinyjobs"
 SCHEMES = ("redis", "rediss", "unix")
 RETRY_FOR = 15.0  # seconds a safe call keeps retrying while the server is down or loading
@@ -79,7 +85,8 @@ def no_such_database(url: str, err: Exception) -> ConfigError | None:
 
 class Connection:
     """The clients of one store: a command client per thread (one connection each, which spares
-    the pool's checks on every call), and a pooled `blocking` client for wait()."""
+    the pool's checks on every call), and a blocking client per thread for wait() (likewise:
+    the one thread that waits, a worker's store watcher, pops on a connection of its own)."""
 
     def __init__(self, url: str, **options: Any) -> None:
         self.masked = mask(url)
@@ -113,7 +120,6 @@ class Connection:
     def _build(self) -> None:
         self._local = threading.local()
         self._clients: list[redis.Redis] = []
-        self._blocking = self._make(BLOCK_AT_MOST + self.round_trip, single=False)
         self._pid = os.getpid()
 
     def client(self) -> redis.Redis:
@@ -131,9 +137,16 @@ class Connection:
         return client
 
     def blocking(self) -> redis.Redis:
-        """The client for blocking pops: no socket timeout (rebuilt after a fork)."""
+        """The blocking client of this thread in this process (rebuilt after a fork): its socket
+        timeout outlasts any blocking pop (BLOCK_AT_MOST)."""
         self.client()
-        return self._blocking
+        client = getattr(self._local, "blocking", None)
+        if client is None:
+            client = self._make(BLOCK_AT_MOST + self.round_trip, single=True)
+            self._local.blocking = client
+            with self._lock:
+                self._clients.append(client)
+        return client
 
     def unavailable(self, err: Exception) -> StoreUnavailable:
         return StoreUnavailable(f"Redis store {self.masked} is unreachable: {mask(str(err))}")
@@ -161,7 +174,7 @@ class Connection:
     def close(self) -> None:
         if self._pid == os.getpid():
             with self._lock:
-                for client in [*self._clients, self._blocking]:
+                for client in self._clients:
                     client.close()
         self._pid = -2  # a later call builds fresh clients; the store is not meant to be reused
 
@@ -181,7 +194,9 @@ def execute(client: redis.Redis, args: list[Any]) -> Any:
     conn = client.connection
     if conn is None or getattr(conn, "should_reconnect", _no)():
         return client.execute_command(*args)
-    conn.send_packed_command(conn.pack_command(*args))
+    # Our arguments are str, int and float, which hiredis packs as redis-py does (UTF-8, repr).
+    packed = conn.pack_command(*args) if _pack_command is None else [_pack_command(tuple(args))]
+    conn.send_packed_command(packed)
     return conn.read_response()
 
 

@@ -11,8 +11,8 @@
 --   spares the JSON on both sides (encoding and decoding it cost more than the 13 arguments)
 -- Returns the JSON text of {now, result per job} (see enqueue_one; one string is far cheaper
 -- for the client to read than nested arrays), for one job in ARGV[2..14] the array {now, its
--- result}, or {'!', parent id, job id} when an `after` id does not exist: then nothing of the
--- batch was written.
+-- result's values...}, or {'!', parent id, job id} when an `after` id does not exist: then
+-- nothing of the batch was written.
 local now = clock(ARGV[1])
 local single = #ARGV == 14
 local jobs = single and {{unpack(ARGV, 2, 14)}} or cjson.decode(ARGV[2])
@@ -33,6 +33,7 @@ for _, a in ipairs(jobs) do
 end
 flush()
 if single then
-  return {num(now), out[1]}
+  table.insert(out[1], 1, num(now))  -- one array, where {now, result} made Redis reply with two
+  return out[1]
 end
 return cjson.encode({num(now), out})

@@ -1,10 +1,12 @@
 -- purge.lua: remove final jobs whose expires_at <= now, with their steps and executions, in
 -- one atomic step (JOB-10); then forget queues that hold no job (with their wake-up lists and
--- P:limited markers), and the seq counter when no job is left at all, so nothing stays behind.
+-- P:limited markers), holders that hold no lease, and the seq counter when no job is left at
+-- all, so nothing stays behind.
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:expiry, P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:deps:<parent>, P:st:<state>, P:counts, P:queues, P:q:<q>:wake,
---   P:limited, P:seq, P:created, P:ended:<outcome>, P:ended (older layout), P:dur:*, P:dursum
+--   P:limited, P:holders, P:hold:<holder> (reads only), P:seq, P:created, P:ended:<outcome>,
+--   P:ended (older layout), P:dur:*, P:dursum
 -- ARGV: now ('' = server TIME), limit
 -- Returns how many jobs.
 local now = clock(ARGV[1])
@@ -36,6 +38,12 @@ end
 for _, q in ipairs(redis.call('HKEYS', P .. ':limited')) do
   if redis.call('SISMEMBER', P .. ':queues', q) == 0 then
     redis.call('HDEL', P .. ':limited', q)
+  end
+end
+-- Holders whose last lease was settled (settle leaves them in P:holders) go.
+for _, h in ipairs(redis.call('SMEMBERS', P .. ':holders')) do
+  if redis.call('EXISTS', P .. ':hold:' .. h) == 0 then
+    redis.call('SREM', P .. ':holders', h)
   end
 end
 if redis.call('EXISTS', P .. ':queues') == 0 then

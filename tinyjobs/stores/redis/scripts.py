@@ -43,6 +43,7 @@ OPERATIONS = (
     "settle_claim",
     "reap",
     "end_leases",
+    "holders",
     "cancel",
     "retry",
     "get",
@@ -108,7 +109,17 @@ COMPOSED = {"settle_claim": ("settle", "claim")}
 # The operations that never write (their functions' flag `no-writes`), and those that mostly
 # remove data (`allow-oom`): see the module's docstring.
 READ_ONLY = frozenset(
-    ("get", "jobs", "counts", "browse", "dependents", "queue_stats", "finished_series", "execution_stats")
+    (
+        "get",
+        "holders",
+        "jobs",
+        "counts",
+        "browse",
+        "dependents",
+        "queue_stats",
+        "finished_series",
+        "execution_stats",
+    )
 )
 FREEING = frozenset(("purge", "delete", "workers"))
 

@@ -19,7 +19,7 @@ from ...holder import Holder
 from ...job import Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
 from . import codec
-from .connection import BLOCK_AT_MOST, Connection, decoded
+from .connection import BLOCK_AT_MOST, Connection, execute
 from .scripts import Scripts
 from .views import RedisViews
 
@@ -113,12 +113,13 @@ class RedisStore(RedisViews):
 
     @staticmethod
     def _claimed(text: str) -> list[Claimed]:
-        """The leases in claim.lua's reply."""
+        """The leases in claim.lua's reply: each row with the fields the claim wrote put in place."""
         reply = json.loads(text)
         at = float(reply[0])
         out = []
-        for job_id, flat, steps in reply[1]:
+        for job_id, flat, changed, steps in reply[1]:
             h = codec.pairs(flat)
+            h.update(zip(changed[0::2], changed[1::2], strict=True))
             job = codec.from_hash(job_id, h, at)
             out.append(Claimed(job, h["tk"], float(h["ls"]), codec.pairs(steps)))
         return out
@@ -149,7 +150,7 @@ class RedisStore(RedisViews):
         after a lost claim."""
         if not settlements or limit <= 0 or not queues:
             return self.settle(settlements, now), self.claim(queues, holder, limit, now)
-        args = [codec.now_arg(now), _packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
+        args = [codec.now_arg(now), *_packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
         try:
             applied, claimed = self._run("settle_claim", args, safe=False)
         except StoreUnavailable:
@@ -161,16 +162,15 @@ class RedisStore(RedisViews):
         tokens fence it, so a settlement applies once (the repeat may then report False)."""
         if not settlements:
             return []
-        return [bool(x) for x in self._run("settle", [codec.now_arg(now), _packed(settlements)])]
+        return [bool(x) for x in self._run("settle", [codec.now_arg(now), *_packed(settlements)])]
 
     def reap(self, now: float | None = None, limit: int = 1000) -> int:
         """One atomic script."""
         return int(self._run("reap", [codec.now_arg(now), int(limit)]))
 
     def holders(self, host: str) -> list[Holder]:
-        """Read from the set of holders with live leases."""
-        ids = sorted(decoded(h) for h in self._conn.call(lambda c: c.smembers(self.base + ":holders")))
-        return [Holder.parse(h) for h in ids if h.startswith(host + "|")]
+        """One read-only script: the host's holders in P:holders that still lease a job."""
+        return [Holder.parse(h) for h in sorted(self._run("holders", [host]))]
 
     def end_leases(self, holders: Sequence[Holder], now: float | None = None) -> int:
         """One atomic script for all holders."""
@@ -256,7 +256,7 @@ class RedisStore(RedisViews):
         blocking = self._conn.blocking()
         block = min(timeout, until_due, BLOCK_AT_MOST)
         keys = [f"{self.base}:q:{q}:wake" for q in names]
-        popped = self._conn.call(lambda c: blocking.blpop(keys, timeout=block))
+        popped = self._conn.call(lambda c: execute(blocking, ["BLPOP", *keys, block]))
         if not popped or popped[1] != "1":
             self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
@@ -297,6 +297,10 @@ class RedisStore(RedisViews):
         self._conn.close()
 
 
-def _packed(settlements: Sequence[Settlement]) -> str:
-    """settle.lua's ARGV[2]: the settlements as one JSON argument."""
-    return json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)
+def _packed(settlements: Sequence[Settlement]) -> list[str]:
+    """settle.lua's arguments after `now`: one settlement as '' and its 7 values (no JSON to
+    write here or to decode in the script: a lone job's settlement is the commonest), more as
+    one JSON argument."""
+    if len(settlements) == 1:
+        return ["", *codec.settlement_args(settlements[0])]
+    return [json.dumps([codec.settlement_args(s) for s in settlements], ensure_ascii=False)]
