@@ -100,6 +100,12 @@ class Worker:
         self._unsettled: list[tuple[Running, Ending]] = []
         self._unsettled_since = 0.0
         self._claimed_in_flush = False  # this turn's settle_and_claim claimed: no second claim
+        # When the last claim was made (by the loop or a helper): the clock's claims (every
+        # IDLE_POLL or TIMED_POLL) count from it, so a worker whose slot 0 claims a job every
+        # few milliseconds makes none of its own (on SQLite, a claim on the loop's connection
+        # first re-reads the pages slot 0's connection wrote).
+        self._claimed_at = float("-inf")
+        self._woken = True  # whether the loop's last wait ended by a wake-up (not its timeout)
         self._waker = Waker()
         # The loop's role: whoever holds it may change the worker's state (running, unsettled,
         # the claims). The loop's thread holds it for each turn and sleeps without it; while it
@@ -195,7 +201,7 @@ class Worker:
             # after this; helpers compare with this time, computed as they compute theirs (the
             # turn's length added to it would make every deadline look earlier: a wake-up each).
             self._loop_wake_at = self._turn_began + sleep
-        self._waker.wait(sleep)
+        self._woken = self._waker.wait(sleep)
         return False
 
     def _work_a_turn(self) -> bool:
@@ -210,7 +216,7 @@ class Worker:
         self._check_timeouts(now)
         if now >= self._next_renew:
             self._renew()
-        if self.reason is None and not self._claimed_in_flush:
+        if self.reason is None and not self._claimed_in_flush and self._claim_due(now):
             self._claim()  # not right after settle_and_claim's claim: it took what there was
         self._duties()
         if self.on_tick is not None:
@@ -247,6 +253,14 @@ class Worker:
             self._role.release()
         log.flush()
         return True
+
+    def _claim_due(self, now: float) -> bool:
+        """Whether this turn claims: always when something woke the loop (the store watcher's
+        news, more jobs than a claim took, a helper's failed call) or while the store is away
+        (the guard's retry), else by the clock: when the last claim, the loop's or a helper's,
+        is an idle poll ago. A helper's claim covered every job due by then, so the clock's
+        bound (a claim at least every idle poll) holds either way."""
+        return self._woken or self._guard.delay > 0 or now >= self._claimed_at + self._idle_poll - 0.001
 
     def _stopping(self, now: float) -> bool:
         """True while the worker stops. Notices a dead parent (stop now, SUP-05); on the first
@@ -296,7 +310,10 @@ class Worker:
         )
 
     def _sleep_for(self, now: float) -> float:
-        wake_at = min(self._next_renew, now + self._idle_poll)
+        claim_at = self._claimed_at + self._idle_poll  # the clock's next claim (_claim_due)
+        if claim_at <= now:  # no claim this turn (stopping, or a settle's claim failed)
+            claim_at = now + self._idle_poll
+        wake_at = min(self._next_renew, claim_at)
         if self._duty_at > now:
             wake_at = min(wake_at, self._duty_at)
         for entry in self.running.values():
@@ -363,6 +380,7 @@ class Worker:
 
     def _claim(self) -> None:
         free = self._room_after(0)
+        self._claimed_at = time.monotonic()  # even with no room: the clock's claim is not due
         if free <= 0 or not self._guard.ready():
             return
         claimed = self._store_call(
@@ -370,6 +388,8 @@ class Worker:
         )
         for item in claimed or []:
             self._start(item)
+        if claimed:
+            self._show_room()  # when full, the watcher stops now, not after the turn's duties
         if claimed and len(claimed) == free:
             self._waker.wake()  # there may be more; come back once slots free up
 
@@ -471,6 +491,8 @@ class Worker:
             )
             applied, claimed = both if both is not None else (None, [])
             self._claimed_in_flush = both is not None
+            if both is not None:
+                self._claimed_at = time.monotonic()
         else:
             applied = self._store_call("settle", store.settle, settlements, now)
         if applied is None:
