@@ -22,6 +22,8 @@ _encode_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 _FIXED = frozenset(("job_id", "task", "queue", "attempt", "event", "level", "timestamp"))
 _STRUCTLOG_ONLY = frozenset(("exc_info", "exception", "stack_info"))
+# A line's end up to its time, by (level, event): the few events a worker logs, encoded once.
+_TAILS: dict[tuple[str, str], str] = {}
 
 
 def _value(value: Any) -> str:
@@ -92,9 +94,13 @@ class JsonJobLogger:
                 getattr(self._loggers.bound(self._job), level)(event, **fields)
                 return
             extra = "".join([f", {_encode_str(key)}: {_value(value)}" for key, value in fields.items()])
-        line = (
-            f'{self._head}{extra}, "event": {_value(event)}, "level": "{level}", "timestamp": "{out.now()}"}}'
-        )
+        tail = _TAILS.get((level, event))
+        if tail is None:
+            tail = f', "event": {_value(event)}, "level": "{level}", "timestamp": "'
+            if len(_TAILS) < 256:  # event names are a few constants; anything else is not kept
+                _TAILS[level, event] = tail
+        line = f'{self._head}{extra}{tail}{out.now()}"}}'
+
         if number >= 40:
             out.sink.error(line)  # as structlog hands errors on: written at once
         else:

@@ -9,7 +9,6 @@ wake-ups per job at a low rate, where the loop's turns cost four)."""
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import threading
@@ -17,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import log
 from .execution import Attempt, Ending, cancelled_while_running, handed_back, prepare, timed_out
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     # For the type only: tinyjobs.cron loads croniter, which an app without schedules never needs.
     from .cron import CronScheduler
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
@@ -115,7 +113,7 @@ class Worker:
         self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
         self._turn_began = 0.0  # the `now` of the loop's last turn
         self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
-        self._loop_thread: threading.Thread | None = None  # the thread in run()
+        self._loop_ident: int | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
         # Set while a slot is free: the store watcher sleeps on it while the worker is full.
@@ -167,7 +165,7 @@ class Worker:
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
-        self._loop_thread = threading.current_thread()
+        self._loop_ident = threading.get_ident()
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
@@ -284,7 +282,7 @@ class Worker:
         if (self.reaper is None and self.cron is None) or not self._guard.ready():
             return
         started = time.monotonic()
-        due_in = self._idle_poll
+        due_in = float("inf")  # not the idle poll: the clock's claims have their own time
         try:
             with retrying_at_most(self._guard.patience):
                 if self.reaper is not None:
@@ -577,7 +575,7 @@ class Worker:
         lease = min(e.claimed.lease for e in self.running.values())
         self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
 
-    def _store_call(self, what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | None:
+    def _store_call(self, what: str, fn: Callable[..., R], *args: Any) -> R | None:
         """Call the store through the guard: None when it failed or a backoff is pending.
 
         A thread lending the loop a hand (`_lend_a_hand`) calls only while the store is known
@@ -586,14 +584,13 @@ class Worker:
         SQLite and PostgreSQL, fails once more after the loop's came back): it wakes the loop,
         whose own call, through the guard, retries what failed (a settlement stays unsettled)
         and tells whether the store is away."""
-        call = functools.partial(fn, *args, **kwargs)
-        if threading.current_thread() is self._loop_thread:
-            return self._guard.call(what, call)
+        if threading.get_ident() == self._loop_ident:
+            return self._guard.call(what, fn, *args)
         if not self._guard.reachable or not self._guard.ready():
             return None
         try:
             with retrying_at_most(self._guard.patience):
-                return call()
+                return fn(*args)
         except Exception:
             self._waker.wake()
             return None
