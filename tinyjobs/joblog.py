@@ -52,10 +52,18 @@ class JobLoggers:
         out = log.json_lines()
         if out is None:
             return self._structlog.bind(**log.job_fields(job))
-        head = (
-            f'{self._opening}"job_id": {_value(job.id)}, "task": {_value(job.task)}, '
-            f'"queue": {_value(job.queue)}, "attempt": {_value(job.attempts)}'
-        )
+        job_id, task, queue, attempt = job.id, job.task, job.queue, job.attempts
+        if type(job_id) is str and type(task) is str and type(queue) is str and type(attempt) is int:
+            # The usual types, encoded here: four calls of _value less per job.
+            head = (
+                f'{self._opening}"job_id": {_encode_str(job_id)}, "task": {_encode_str(task)}, '
+                f'"queue": {_encode_str(queue)}, "attempt": {int.__repr__(attempt)}'
+            )
+        else:
+            head = (
+                f'{self._opening}"job_id": {_value(job_id)}, "task": {_value(task)}, '
+                f'"queue": {_value(queue)}, "attempt": {_value(attempt)}'
+            )
         return JsonJobLogger(self, job, out, head)
 
     def bound(self, job: Any) -> Any:

@@ -152,11 +152,7 @@ class ThreadSlots:
 
     def submit_first(self, errand: Callable[[], None]) -> None:
         """Run `errand`, which is not a job, on the first thread, after what it has in hand."""
-
-        def call() -> None:
-            errand()
-
-        self._first_work.put((call, False))
+        self._first_work.put((errand, False))
 
     @property
     def first_free(self) -> bool:
