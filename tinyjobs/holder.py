@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 
 @cache
@@ -59,7 +59,7 @@ class Holder:
     pid: int
     started: int
 
-    @property
+    @cached_property  # a store's every claim sends it: made once (the holder is frozen)
     def id(self) -> str:
         return f"{self.host}|{self.pid}|{self.started}"
 
@@ -73,7 +73,7 @@ class Holder:
         pid = os.getpid()
         return cls(host_id(), pid, process_start(pid) or 0)
 
-    @property
+    @cached_property
     def hostname(self) -> str:
         return self.host.split("/", 1)[0]
 

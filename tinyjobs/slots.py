@@ -27,8 +27,9 @@ class Waker:
         with contextlib.suppress(BlockingIOError, OSError):
             os.write(self._write, b"x")
 
-    def wait(self, timeout: float) -> None:
-        """Return when woken or after `timeout` seconds; consumes pending wake-ups."""
+    def wait(self, timeout: float) -> bool:
+        """Return when woken (True) or after `timeout` seconds (False); consumes pending
+        wake-ups."""
         try:
             readable, _, _ = select.select([self._read], [], [], max(0.0, timeout))
         except InterruptedError:
@@ -38,6 +39,7 @@ class Waker:
             # more than 4096 wake-ups pending, the rest only make the next wait return at once.
             with contextlib.suppress(BlockingIOError, OSError):
                 os.read(self._read, 4096)
+        return bool(readable)
 
     def close(self) -> None:
         for fd in (self._read, self._write):
@@ -150,11 +152,7 @@ class ThreadSlots:
 
     def submit_first(self, errand: Callable[[], None]) -> None:
         """Run `errand`, which is not a job, on the first thread, after what it has in hand."""
-
-        def call() -> None:
-            errand()
-
-        self._first_work.put((call, False))
+        self._first_work.put((errand, False))
 
     @property
     def first_free(self) -> bool:

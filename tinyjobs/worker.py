@@ -9,7 +9,6 @@ wake-ups per job at a low rate, where the loop's turns cost four)."""
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import threading
@@ -17,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import log
 from .execution import Attempt, Ending, cancelled_while_running, handed_back, prepare, timed_out
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     # For the type only: tinyjobs.cron loads croniter, which an app without schedules never needs.
     from .cron import CronScheduler
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they fall due
@@ -100,6 +98,12 @@ class Worker:
         self._unsettled: list[tuple[Running, Ending]] = []
         self._unsettled_since = 0.0
         self._claimed_in_flush = False  # this turn's settle_and_claim claimed: no second claim
+        # When the last claim was made (by the loop or a helper): the clock's claims (every
+        # IDLE_POLL or TIMED_POLL) count from it, so a worker whose slot 0 claims a job every
+        # few milliseconds makes none of its own (on SQLite, a claim on the loop's connection
+        # first re-reads the pages slot 0's connection wrote).
+        self._claimed_at = float("-inf")
+        self._woken = True  # whether the loop's last wait ended by a wake-up (not its timeout)
         self._waker = Waker()
         # The loop's role: whoever holds it may change the worker's state (running, unsettled,
         # the claims). The loop's thread holds it for each turn and sleeps without it; while it
@@ -109,7 +113,7 @@ class Worker:
         self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
         self._turn_began = 0.0  # the `now` of the loop's last turn
         self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
-        self._loop_thread: threading.Thread | None = None  # the thread in run()
+        self._loop_ident: int | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
         # Set while a slot is free: the store watcher sleeps on it while the worker is full.
@@ -161,7 +165,7 @@ class Worker:
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
-        self._loop_thread = threading.current_thread()
+        self._loop_ident = threading.get_ident()
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
@@ -195,7 +199,7 @@ class Worker:
             # after this; helpers compare with this time, computed as they compute theirs (the
             # turn's length added to it would make every deadline look earlier: a wake-up each).
             self._loop_wake_at = self._turn_began + sleep
-        self._waker.wait(sleep)
+        self._woken = self._waker.wait(sleep)
         return False
 
     def _work_a_turn(self) -> bool:
@@ -210,7 +214,7 @@ class Worker:
         self._check_timeouts(now)
         if now >= self._next_renew:
             self._renew()
-        if self.reason is None and not self._claimed_in_flush:
+        if self.reason is None and not self._claimed_in_flush and self._claim_due(now):
             self._claim()  # not right after settle_and_claim's claim: it took what there was
         self._duties()
         if self.on_tick is not None:
@@ -248,6 +252,14 @@ class Worker:
         log.flush()
         return True
 
+    def _claim_due(self, now: float) -> bool:
+        """Whether this turn claims: always when something woke the loop (the store watcher's
+        news, more jobs than a claim took, a helper's failed call) or while the store is away
+        (the guard's retry), else by the clock: when the last claim, the loop's or a helper's,
+        is an idle poll ago. A helper's claim covered every job due by then, so the clock's
+        bound (a claim at least every idle poll) holds either way."""
+        return self._woken or self._guard.delay > 0 or now >= self._claimed_at + self._idle_poll - 0.001
+
     def _stopping(self, now: float) -> bool:
         """True while the worker stops. Notices a dead parent (stop now, SUP-05); on the first
         turn of a stop, logs it and sets the drain's deadline, which a hard stop brings to now."""
@@ -270,7 +282,7 @@ class Worker:
         if (self.reaper is None and self.cron is None) or not self._guard.ready():
             return
         started = time.monotonic()
-        due_in = self._idle_poll
+        due_in = float("inf")  # not the idle poll: the clock's claims have their own time
         try:
             with retrying_at_most(self._guard.patience):
                 if self.reaper is not None:
@@ -296,7 +308,10 @@ class Worker:
         )
 
     def _sleep_for(self, now: float) -> float:
-        wake_at = min(self._next_renew, now + self._idle_poll)
+        claim_at = self._claimed_at + self._idle_poll  # the clock's next claim (_claim_due)
+        if claim_at <= now:  # no claim this turn (stopping, or a settle's claim failed)
+            claim_at = now + self._idle_poll
+        wake_at = min(self._next_renew, claim_at)
         if self._duty_at > now:
             wake_at = min(wake_at, self._duty_at)
         for entry in self.running.values():
@@ -363,6 +378,7 @@ class Worker:
 
     def _claim(self) -> None:
         free = self._room_after(0)
+        self._claimed_at = time.monotonic()  # even with no room: the clock's claim is not due
         if free <= 0 or not self._guard.ready():
             return
         claimed = self._store_call(
@@ -370,6 +386,8 @@ class Worker:
         )
         for item in claimed or []:
             self._start(item)
+        if claimed:
+            self._show_room()  # when full, the watcher stops now, not after the turn's duties
         if claimed and len(claimed) == free:
             self._waker.wake()  # there may be more; come back once slots free up
 
@@ -471,6 +489,8 @@ class Worker:
             )
             applied, claimed = both if both is not None else (None, [])
             self._claimed_in_flush = both is not None
+            if both is not None:
+                self._claimed_at = time.monotonic()
         else:
             applied = self._store_call("settle", store.settle, settlements, now)
         if applied is None:
@@ -555,7 +575,7 @@ class Worker:
         lease = min(e.claimed.lease for e in self.running.values())
         self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
 
-    def _store_call(self, what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | None:
+    def _store_call(self, what: str, fn: Callable[..., R], *args: Any) -> R | None:
         """Call the store through the guard: None when it failed or a backoff is pending.
 
         A thread lending the loop a hand (`_lend_a_hand`) calls only while the store is known
@@ -564,14 +584,13 @@ class Worker:
         SQLite and PostgreSQL, fails once more after the loop's came back): it wakes the loop,
         whose own call, through the guard, retries what failed (a settlement stays unsettled)
         and tells whether the store is away."""
-        call = functools.partial(fn, *args, **kwargs)
-        if threading.current_thread() is self._loop_thread:
-            return self._guard.call(what, call)
+        if threading.get_ident() == self._loop_ident:
+            return self._guard.call(what, fn, *args)
         if not self._guard.reachable or not self._guard.ready():
             return None
         try:
             with retrying_at_most(self._guard.patience):
-                return call()
+                return fn(*args)
         except Exception:
             self._waker.wake()
             return None
