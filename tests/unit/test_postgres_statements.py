@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from psycopg import _queries
 
-from tinyjobs.stores.postgres.sqlfiles import queries
+from tinyjobs.stores.postgres.sqlfiles import compose, migrations, queries
 
 # A schema name as long as PostgreSQL allows (63 bytes): every statement names it several times.
 LONGEST_SCHEMA = "s" * 63
@@ -21,3 +23,14 @@ def test_every_statement_fits_psycopgs_statement_cache():
 def test_statements_keep_no_comment_lines():
     for name, text in queries("tinyjobs").items():
         assert not [line for line in text.splitlines() if line.lstrip().startswith("--")], name
+
+
+def test_the_cycle_function_is_the_text_migration_8_installs():
+    # m008 composes queries.sql's settle (settle_body, tally, holder_host, the rules' texts) and
+    # cascade_pick into the function settle_claim, which an installed schema keeps as it was
+    # then: a change to any of them changes a new schema's function and not an installed one's.
+    # When this fails, add a migration that replaces settle_claim (CREATE OR REPLACE FUNCTION)
+    # so that every schema runs the new text, then update the digest.
+    text = compose(dict(migrations())[8], "tinyjobs")
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert digest == "aeb7fb8d455376a80e628f2c6a8e77eed3cfb713bcf84ae7c5be4f56bd02c6f6"
