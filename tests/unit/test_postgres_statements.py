@@ -26,11 +26,13 @@ def test_statements_keep_no_comment_lines():
 
 
 def test_the_cycle_function_is_the_text_migration_8_installs():
-    # m008 composes queries.sql's settle (settle_body, tally, holder_host, the rules' texts) and
-    # cascade_pick into the function settle_claim, which an installed schema keeps as it was
-    # then: a change to any of them changes a new schema's function and not an installed one's.
-    # When this fails, add a migration that replaces settle_claim (CREATE OR REPLACE FUNCTION)
-    # so that every schema runs the new text, then update the digest.
+    # m008 composes queries.sql's settle (settle_body, tally, holder_host, the rules' texts),
+    # cascade_pick and sqlfiles.COLUMNS (jcols: the claimed rows' columns, read by rows.py's
+    # indices) into the function settle_claim, which an installed schema keeps as it was then:
+    # a change to any of them changes a new schema's function and not an installed one's. When
+    # this fails, add a migration that replaces settle_claim (CREATE OR REPLACE FUNCTION, or
+    # DROP and CREATE when its columns change) so that every schema runs the new text, then
+    # update the digest.
     text = compose(dict(migrations())[8], "tinyjobs")
     digest = hashlib.sha256(text.encode()).hexdigest()
-    assert digest == "aeb7fb8d455376a80e628f2c6a8e77eed3cfb713bcf84ae7c5be4f56bd02c6f6"
+    assert digest == "26c0174d5459d23b6466cc020ca088ac887795d5247216680ec3f7bd1cd7a471"

@@ -9,18 +9,22 @@
 --   1. what claim_free's first statement does (m007): generic plans and JIT off for the
 --      transaction, synchronous_commit raised to `on` when the session's is weaker, the shared
 --      pause locks of the queues (LIM-04), before any statement below takes its snapshot;
---   2. the settle (queries.sql: the fragment settle_body, the same statement as `settle`), its
---      rows returned as (NULL, NULL, NULL, ord, new state, queue) for the settlements applied;
+--   2. the settle (queries.sql: the fragment settle_body, the same statement as `settle`);
 --   3. whether any of these jobs has dependents, in a statement of its own (a new snapshot under
 --      READ COMMITTED, so it sees a dependent enqueued while the settle waited for its parent's
 --      row, as with_dependents did); only then the dependents' follow-up of settle.send_whole:
---      their rows locked, the blocked ones whose parents are all done unblocked (returned as
---      (..., NULL, 'pending', queue): queues to wake), those of failed or cancelled parents
---      cancelled on record, recursively (returned with the state 'cancelled');
+--      their rows locked, the blocked ones whose parents are all done unblocked, those of
+--      failed or cancelled parents cancelled on record, recursively;
 --   4. the claim, as claim_free's (due jobs locked FOR UPDATE SKIP LOCKED, paused queues left
 --      out, then the leases on exactly those jobs), after the follow-up so that it can take a
---      dependent just unblocked; its rows (claimed job, clock, steps as JSON, NULL, NULL, NULL)
---      best first, last.
+--      dependent just unblocked.
+-- Its rows: first one for the settlements, every column NULL but o_applied (the ordinals, from
+-- 1, of the settlements applied) and o_wake (the queues to wake after commit: a settled job due
+-- again, a dependent unblocked); then the claimed jobs best first, their columns those of
+-- sqlfiles.COLUMNS (the `{jcols}` of its RETURNING, which must match the o_ columns' types), the
+-- lease's token and seconds, the claim's clock and the saved steps as JSON. Plain columns, not
+-- the job's row as one composite value as claim_free returns it: the outer query's reading of
+-- each field from that value cost the server more per job than the whole claim's select.
 -- The settle's SQL is queries.sql's (settle_body, tally, the rules' texts), composed when this
 -- migration runs: a later change to it changes a new schema's function but not an installed
 -- one's, so it needs a new migration that replaces this function (CREATE OR REPLACE);
@@ -37,13 +41,18 @@ CREATE OR REPLACE FUNCTION {schema}.settle_claim(
     p_delays float8[], p_executions text[],
     p_queues text[], p_leases float8[], p_free text[], p_lim integer, p_holder text,
     p_now float8, p_schema text
-) RETURNS TABLE (claimed {jobs}, clock float8, step_values text, o_ord bigint, o_state text,
-    o_queue text)
+) RETURNS TABLE (o_id text, o_task text, o_queue text, o_payload text, o_state text,
+    o_priority integer, o_attempts integer, o_max_attempts integer, o_due float8,
+    o_created_at float8, o_started_at float8, o_finished_at float8, o_error text, o_result text,
+    o_key text, o_grp text, o_after_ids text[], o_cancel_requested boolean, o_seq bigint,
+    o_token text, o_lease_seconds float8, o_clock float8, o_steps text,
+    o_applied bigint[], o_wake text[])
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 DECLARE
     v_now float8;
     v_ids text[];
+    v_unblocked text[];
 BEGIN
     PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
         set_config('jit', 'off', true),
@@ -53,7 +62,6 @@ BEGIN
     FROM unnest(p_queues) AS q ORDER BY q;
     v_now := COALESCE(p_now, extract(epoch FROM now())::float8);
 
-    RETURN QUERY
     WITH t AS (SELECT v_now AS now),
     s AS (
         SELECT * FROM unnest(p_ids, p_tokens, p_outcomes, p_results, p_errors, p_delays,
@@ -61,7 +69,10 @@ BEGIN
         WITH ORDINALITY AS s(job_id, token, outcome, result, error, delay, execution, ord)
     ),
     {settle_body}
-    SELECT NULL::{jobs}, NULL::float8, NULL::text, upd.ord, upd.state, upd.queue FROM upd;
+    SELECT COALESCE(array_agg(upd.ord), ARRAY[]::bigint[]),
+        COALESCE(array_agg(upd.queue) FILTER (WHERE upd.state = 'pending'), ARRAY[]::text[])
+    INTO o_applied, o_wake
+    FROM upd;
 
     IF EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = ANY(p_ids)) THEN
         -- Lock the dependents first: two parents ending at once then see each other's commit.
@@ -70,7 +81,6 @@ BEGIN
           AND j.id IN (SELECT d.job_id FROM {deps} d WHERE d.parent_id = ANY(p_ids))
         ORDER BY j.id
         FOR UPDATE;
-        RETURN QUERY
         WITH t AS (SELECT v_now AS now),
         u AS (
             UPDATE {jobs} j SET state = 'pending', due = GREATEST(j.due, t.now)
@@ -82,9 +92,8 @@ BEGIN
                   WHERE d.job_id = j.id AND p.state <> 'done')
             RETURNING j.queue
         )
-        SELECT NULL::{jobs}, NULL::float8, NULL::text, NULL::bigint, 'pending'::text, u.queue
-        FROM u;
-        RETURN QUERY
+        SELECT array_agg(u.queue) INTO v_unblocked FROM u;
+        o_wake := o_wake || COALESCE(v_unblocked, ARRAY[]::text[]);
         WITH RECURSIVE t AS (SELECT v_now AS now),
         roots AS (
             SELECT j.id, CASE j.state WHEN 'failed' THEN {reason_failed} ELSE {reason_cancelled} END
@@ -100,11 +109,11 @@ BEGIN
                 finished_at = t.now, expires_at = t.now + j.keep
             FROM pick, t
             WHERE j.id = pick.id AND j.state = 'blocked'
-            RETURNING j.queue
+            RETURNING j.id
         )
-        SELECT NULL::{jobs}, NULL::float8, NULL::text, NULL::bigint, 'cancelled'::text, c.queue
-        FROM c;
+        SELECT array_agg(c.id) INTO v_ids FROM c;
     END IF;
+    RETURN NEXT;  -- the settlements' row: every other column NULL
 
     IF p_lim <= 0 THEN
         RETURN;
@@ -131,11 +140,11 @@ BEGIN
             lease_expires = v_now + pol.lease, holder = p_holder
         FROM unnest(p_queues, p_leases) AS pol(queue, lease)
         WHERE j.id = ANY(v_ids) AND pol.queue = j.queue
-        RETURNING j AS jr, j.id, j.priority, j.due, j.seq
+        RETURNING {jcols}, j.token, j.lease_seconds
     )
-    SELECT upd.jr, v_now,
+    SELECT upd.*, v_now,
         (SELECT json_object_agg(s.name, s.value) FROM {steps} s WHERE s.job_id = upd.id)::text,
-        NULL::bigint, NULL::text, NULL::text
+        NULL::bigint[], NULL::text[]
     FROM upd
     ORDER BY upd.priority DESC, upd.due, upd.seq;
 END

@@ -213,15 +213,12 @@ FROM {schema}.claim_free(%(queues)b::text[], %(leases)b::float8[], %(free)b::tex
 -- The worker's cycle for queues without limits, as m008's function: settle (the settle's arrays,
 -- as `settle`), the dependents' follow-up when any of the jobs has dependents, then claim (the
 -- claim's parameters, as claim_free). Sent alone it is its own implicit transaction, one round
--- trip (store.settle_and_claim). Its columns: COLUMNS, CLAIMED's tail (a claimed job; NULL in
--- the other rows), then ord, state, queue: an applied settlement (its ordinal and the state it
--- left) or a dependent unblocked ('pending') or cancelled (NULL ord).
-SELECT {ccols}, (c.claimed).token, (c.claimed).lease_seconds, c.clock AS now,
-    c.step_values AS steps, c.o_ord, c.o_state, c.o_queue
-FROM {schema}.settle_claim(%(ids)b::text[], %(tokens)b::text[], %(outcomes)b::text[],
+-- trip (store.settle_and_claim). Its rows: the settlements' (o_applied, o_wake: see m008), then
+-- the claimed jobs (COLUMNS, then CLAIMED's tail).
+SELECT * FROM {schema}.settle_claim(%(ids)b::text[], %(tokens)b::text[], %(outcomes)b::text[],
     %(results)b::text[], %(errors)b::text[], %(delays)b::float8[], %(executions)b::text[],
     %(queues)b::text[], %(leases)b::float8[], %(free)b::text[], %(limit)s::int,
-    %(holder)s::text, %(now)s::float8, %(schema)s::text) c
+    %(holder)s::text, %(now)s::float8, %(schema)s::text)
 
 -- name: claim
 -- The claim of queues without limits (the worker's usual one): the due jobs of `free`, best

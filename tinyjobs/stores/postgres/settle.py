@@ -10,10 +10,10 @@ from ...job import DONE, bound_error
 from ..base import Claimed, Settlement
 from ..rules import DEPENDENCY_REASONS, PENDING
 from . import claims
-from .rows import ID, tail
+from .rows import tail
 
-# The columns `settle_claim` returns after COLUMNS: CLAIMED's (claims.py), then the settlement's.
-CYCLE = tail("token", "lease_seconds", "now", "steps", "ord", "state", "queue")
+# The columns `settle_claim` returns after COLUMNS: CLAIMED's (claims.py), then the settlements'.
+CYCLE = tail("token", "lease_seconds", "now", "steps", "applied", "wake")
 
 
 def follow_up(
@@ -80,20 +80,14 @@ def arrays(settlements: Sequence[Settlement]) -> dict[str, list[Any]]:
 def read_cycle(rows: list[tuple[Any, ...]], count: int) -> tuple[list[bool], set[str], list[Claimed]]:
     """The rows of `settle_claim` (m008) for `count` settlements: True for each settlement
     applied, the queues to wake after commit (a settled job due again, a dependent unblocked),
-    and the jobs claimed, best first."""
+    and the jobs claimed, best first. The first row is the settlements', the others the
+    claimed jobs'."""
+    first = rows[0]
     applied = [False] * count
-    queues: set[str] = set()
-    claimed: list[Claimed] = []
-    for row in rows:
-        if row[ID] is not None:
-            claimed.append(claims.claimed(row))
-            continue
-        ordinal = row[CYCLE["ord"]]
-        if ordinal is not None:
-            applied[ordinal - 1] = True
-        if row[CYCLE["state"]] == PENDING:
-            queues.add(row[CYCLE["queue"]])
-    return applied, queues, claimed
+    for ordinal in first[CYCLE["applied"]]:
+        applied[ordinal - 1] = True
+    claimed = [claims.claimed(row) for row in rows[1:]]
+    return applied, set(first[CYCLE["wake"]]), claimed
 
 
 def finish(
