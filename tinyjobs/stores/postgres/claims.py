@@ -171,11 +171,11 @@ def start(
 
 def read(rows: list[tuple[Any, ...]]) -> list[Claimed]:
     """The Claimed of `claim`'s or `claim_limited`'s rows."""
-    return [_claimed(row) for row in rows]
+    return [claimed(row) for row in rows]
 
 
-def _claimed(row: tuple[Any, ...]) -> Claimed:
-    """A Claimed from a row of `claim`."""
+def claimed(row: tuple[Any, ...]) -> Claimed:
+    """A Claimed from a row of `claim` (or of `settle_claim`, whose columns start alike)."""
     steps = row[CLAIMED["steps"]]
     return Claimed(
         job=to_job(row, row[CLAIMED["now"]]),

@@ -23,6 +23,7 @@ from psycopg import errors as pgerrors
 
 from ...errors import StoreError, StoreUnavailable
 from ..deadlines import CONNECT, retry_window
+from . import packed
 from .config import Settings
 
 T = TypeVar("T")
@@ -40,6 +41,7 @@ class _Bounded(psycopg.Connection):
     so it is closed and the caller sees it as dropped."""
 
     round_trip: float = 15.0
+    packs: bool = False  # whether it sends packed arrays (packed.py: UTF-8 client encoding)
 
     def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
         try:
@@ -90,6 +92,7 @@ class Connections:
                 f"PostgreSQL at {self.settings.masked} is unreachable: {one_line(err)}"
             ) from None
         conn.round_trip = self.settings.round_trip
+        conn.packs = packed.register(conn)
         return conn
 
     def get(self) -> tuple[psycopg.Connection, bool]:
@@ -151,13 +154,20 @@ class Connections:
 
         return self._retrying(attempt, idempotent)
 
-    def alone(self, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    def alone(
+        self, statement: str, params: dict[str, Any], packing: dict[str, Any] | None = None
+    ) -> list[tuple[Any, ...]]:
         """Run one statement as its own implicit transaction (no BEGIN: autocommit commits it
         with the reply, one message and one answer) and return its rows. For a statement that
         writes, it must raise synchronous_commit itself where the session's is weaker (m007's
-        claim_free does). Not sent again once sent: the outcome of a dropped reply is unknown."""
+        claim_free does). Not sent again once sent: the outcome of a dropped reply is unknown.
+        `packing`: the element types of its array parameters, packed by packed.py on a
+        connection that can send them (else psycopg dumps them)."""
 
         def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> list:
+            nonlocal params
+            if packing is not None and getattr(conn, "packs", False):
+                params = packed.pack(params, packing)
             sent[0] = True
             with conn.cursor() as cur:
                 cur.execute(statement, params)

@@ -12,26 +12,31 @@ from .sqlfiles import compose, migrations
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('tinyjobs-migrate/' || %s, 0))"
 
 
-def current_version(conn: psycopg.Connection, schema: str) -> int:
-    """The schema's applied version, 0 when it has none (no tables yet)."""
+def applied_versions(conn: psycopg.Connection, schema: str) -> set[int]:
+    """The versions applied to `schema`, none when it has no tables yet."""
     with conn.cursor() as cur:
         cur.execute("SELECT to_regclass(%s)", (sql.Identifier(schema, "migrations").as_string(None),))
         row = cur.fetchone()
         if row is None or row[0] is None:
-            return 0
-        cur.execute(
-            sql.SQL("SELECT COALESCE(max(version), 0) FROM {}").format(sql.Identifier(schema, "migrations"))
-        )
-        row = cur.fetchone()
-        return int(row[0]) if row else 0
+            return set()
+        cur.execute(sql.SQL("SELECT version FROM {}").format(sql.Identifier(schema, "migrations")))
+        return {int(version) for (version,) in cur.fetchall()}
+
+
+def current_version(conn: psycopg.Connection, schema: str) -> int:
+    """The schema's newest applied version, 0 when it has none (no tables yet)."""
+    return max(applied_versions(conn, schema), default=0)
 
 
 def migrate(conn: psycopg.Connection, schema: str) -> list[int]:
     """Bring `schema` up to date in one transaction; returns the versions applied (none when it
-    was current). Atomic: all pending migrations apply together or not at all."""
+    was current). Atomic: all pending migrations apply together or not at all. Every version
+    not on record is applied, in order, not only those above the newest on record: two
+    migrations written side by side (one numbered below the other but landed after it) then
+    both reach a schema that one of them already migrated."""
     wanted = migrations()
     latest = wanted[-1][0] if wanted else 0
-    if current_version(conn, schema) >= latest:
+    if {version for version, _ in wanted} <= applied_versions(conn, schema):
         conn.rollback()
         return []
     applied: list[int] = []
@@ -44,9 +49,9 @@ def migrate(conn: psycopg.Connection, schema: str) -> list[int]:
                 "applied_at timestamptz NOT NULL DEFAULT clock_timestamp())"
             ).format(sql.Identifier(schema, "migrations"))
         )
-        have = current_version(conn, schema)
+        have = applied_versions(conn, schema)
         for version, text in wanted:
-            if version <= have:
+            if version in have:
                 continue
             cur.execute(compose(text, schema).encode())
             cur.execute(
@@ -55,6 +60,6 @@ def migrate(conn: psycopg.Connection, schema: str) -> list[int]:
             )
             applied.append(version)
     conn.commit()
-    if have > latest:
-        raise StoreError(f"schema {schema!r} is at version {have}, newer than this tinyjobs")
+    if max(have, default=0) > latest:
+        raise StoreError(f"schema {schema!r} is at version {max(have)}, newer than this tinyjobs")
     return applied

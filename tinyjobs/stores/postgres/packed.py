@@ -1,8 +1,10 @@
-"""The arrays of a batch enqueue packed in PostgreSQL's binary array format by `struct`, for the
-async store: psycopg's generic list dumper makes a few Python calls per element, 120-190 us for
-the 15 arrays of a batch of 50 jobs, all of it in the turn of the event loop that sends the
+"""Arrays packed in PostgreSQL's binary array format by `struct`: psycopg's generic list dumper
+makes a few Python calls per element. For the async store's batch enqueue: 120-190 us for the
+15 arrays of a batch of 50 jobs, all of it in the turn of the event loop that sends the
 statement; packed here it is about 50 us, and the async store does it in a turn of its own
-(aio.py `_packing`; docs/asyncio.md, "What keeps each turn of the loop short").
+(aio.py `_packing`; docs/asyncio.md, "What keeps each turn of the loop short"). For the sync
+store's worker cycle (`settle_claim`, 10 arrays of a few elements each): psycopg's dumping was
+most of the worker's own CPU in that call (CYCLE below).
 
 Only what the server is certain to read as the values psycopg would have sent is packed: lists
 of str (no NUL) or None as text[], of int (not bool) in int4's range or None as int4[], of float
@@ -55,7 +57,7 @@ def _dumper(oid: int) -> type[Dumper]:
     return PackedDumper
 
 
-def register(conn: psycopg.AsyncConnection) -> bool:
+def register(conn: psycopg.Connection | psycopg.AsyncConnection) -> bool:
     """Let `conn` send packed arrays; False (nothing registered) unless its client encoding is
     UTF-8, the encoding `text` packs its strings in."""
     if conn.info.encoding != "utf-8":
@@ -121,6 +123,21 @@ ENQUEUE = {
     "keeps": float8,
     "states": text,
     "errors": text,
+}
+
+
+# The element type of each array parameter of the `settle_claim` statement (queries.sql casts).
+CYCLE = {
+    "ids": text,
+    "tokens": text,
+    "outcomes": text,
+    "results": text,
+    "errors": text,
+    "delays": float8,
+    "executions": text,
+    "queues": text,
+    "leases": float8,
+    "free": text,
 }
 
 

@@ -209,6 +209,17 @@ SELECT {ccols}, (c.claimed).token, (c.claimed).lease_seconds, c.clock AS now,
 FROM {schema}.claim_free(%(queues)b::text[], %(leases)b::float8[], %(free)b::text[],
     %(limit)s::int, %(holder)s::text, %(now)s::float8, %(schema)s::text) c
 
+-- name: settle_claim
+-- The worker's cycle for queues without limits, as m008's function: settle (the settle's arrays,
+-- as `settle`), the dependents' follow-up when any of the jobs has dependents, then claim (the
+-- claim's parameters, as claim_free). Sent alone it is its own implicit transaction, one round
+-- trip (store.settle_and_claim). Its rows: the settlements' (o_applied, o_wake: see m008), then
+-- the claimed jobs (COLUMNS, then CLAIMED's tail).
+SELECT * FROM {schema}.settle_claim(%(ids)b::text[], %(tokens)b::text[], %(outcomes)b::text[],
+    %(results)b::text[], %(errors)b::text[], %(delays)b::float8[], %(executions)b::text[],
+    %(queues)b::text[], %(leases)b::float8[], %(free)b::text[], %(limit)s::int,
+    %(holder)s::text, %(now)s::float8, %(schema)s::text)
+
 -- name: claim
 -- The claim of queues without limits (the worker's usual one): the due jobs of `free`, best
 -- first. Its own statement rather than claim_limited with no ids: the generic plan of that one
@@ -336,6 +347,19 @@ s AS (
         %(results)b::text[], %(errors)b::text[], %(delays)b::float8[], %(executions)b::text[])
     WITH ORDINALITY AS s(job_id, token, outcome, result, error, delay, execution, ord)
 ),
+{settle_body}
+SELECT s.ord, upd.state, upd.queue,
+    upd.id IS NOT NULL AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
+FROM s LEFT JOIN upd ON upd.ord = s.ord
+ORDER BY s.ord
+
+-- name: settle_body
+-- Fragment: the settle's WITH list after `t` (its clock) and `s` (the settlements: job_id,
+-- token, outcome, result, error, delay, execution, ord), which the statement `settle` and m008's
+-- function `settle_claim` each define: `upd` (the jobs it ended, with the settlement's ord),
+-- their executions and the counters. A change here changes what a new schema's settle_claim
+-- does but not an installed one's: it needs a migration that replaces the function
+-- (tests/unit/test_postgres_statements.py holds m008's composed text).
 one AS (SELECT DISTINCT ON (job_id) * FROM s ORDER BY job_id, ord),
 -- One UPDATE finds, locks and ends the jobs, its SET computed from the row it locked (a
 -- concurrent cancel or reaper is re-read under READ COMMITTED): a SELECT ... FOR UPDATE before
@@ -382,10 +406,6 @@ ended AS (
     RETURNING e.queue, e.outcome, e.ended_at, greatest(e.ended_at - e.started_at, 0) AS d, 1 AS sign
 ),
 {tally}
-SELECT s.ord, upd.state, upd.queue,
-    upd.id IS NOT NULL AND EXISTS (SELECT 1 FROM {deps} d WHERE d.parent_id = upd.id)
-FROM s LEFT JOIN upd ON upd.ord = s.ord
-ORDER BY s.ord
 
 -- name: settled_state
 -- Fragment: the state a settlement leaves (rules.settled_state), from the settlement `one` and
@@ -516,6 +536,17 @@ roots AS (
 
 -- name: cascade_tail
 -- Fragment: the tail of cascade_cancel and cascade_settled, from `roots` (id, reason).
+{cascade_pick}
+UPDATE {jobs} j SET state = 'cancelled',
+    error = format({dependency_cancelled}, pick.parent, pick.reason),  -- rules.dependency_error
+    finished_at = t.now, expires_at = t.now + j.keep
+FROM pick, t
+WHERE j.id = pick.id AND j.state = 'blocked'
+RETURNING j.id
+
+-- name: cascade_pick
+-- Fragment: the blocked jobs that run after `roots` (id, reason), recursively, each with the
+-- parent and reason its error names (cascade_tail; m008's settle_claim writes its own UPDATE).
 tree(id, parent, reason) AS (
     SELECT d.job_id, r.id, r.reason FROM roots r
     JOIN {deps} d ON d.parent_id = r.id
@@ -526,12 +557,6 @@ tree(id, parent, reason) AS (
     JOIN {jobs} j ON j.id = d.job_id AND j.state = 'blocked'
 ),
 pick AS (SELECT DISTINCT ON (id) id, parent, reason FROM tree ORDER BY id, parent)
-UPDATE {jobs} j SET state = 'cancelled',
-    error = format({dependency_cancelled}, pick.parent, pick.reason),  -- rules.dependency_error
-    finished_at = t.now, expires_at = t.now + j.keep
-FROM pick, t
-WHERE j.id = pick.id AND j.state = 'blocked'
-RETURNING j.id
 
 -- name: renew
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)

@@ -7,8 +7,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...job import DONE, bound_error
-from ..base import Settlement
+from ..base import Claimed, Settlement
 from ..rules import DEPENDENCY_REASONS, PENDING
+from . import claims
+from .rows import tail
+
+# The columns `settle_claim` returns after COLUMNS: CLAIMED's (claims.py), then the settlements'.
+CYCLE = tail("token", "lease_seconds", "now", "steps", "applied", "wake")
 
 
 def follow_up(
@@ -56,19 +61,33 @@ def settle_statement(
     cur: Any, q: dict[str, str], settlements: Sequence[Settlement], now: float | None
 ) -> None:
     """Queue the settle statement of `settlements` on `cur`."""
-    cur.execute(
-        q["settle"],
-        {
-            "now": now,
-            "ids": [s.job_id for s in settlements],
-            "tokens": [s.token for s in settlements],
-            "outcomes": [s.outcome for s in settlements],
-            "results": [s.result for s in settlements],
-            "errors": [bound_error(s.error) for s in settlements],
-            "delays": [float(s.delay) for s in settlements],
-            "executions": [s.execution for s in settlements],
-        },
-    )
+    cur.execute(q["settle"], {"now": now, **arrays(settlements)})
+
+
+def arrays(settlements: Sequence[Settlement]) -> dict[str, list[Any]]:
+    """The settlements' parameters of `settle` and `settle_claim`, one array per field."""
+    return {
+        "ids": [s.job_id for s in settlements],
+        "tokens": [s.token for s in settlements],
+        "outcomes": [s.outcome for s in settlements],
+        "results": [s.result for s in settlements],
+        "errors": [bound_error(s.error) for s in settlements],
+        "delays": [float(s.delay) for s in settlements],
+        "executions": [s.execution for s in settlements],
+    }
+
+
+def read_cycle(rows: list[tuple[Any, ...]], count: int) -> tuple[list[bool], set[str], list[Claimed]]:
+    """The rows of `settle_claim` (m008) for `count` settlements: True for each settlement
+    applied, the queues to wake after commit (a settled job due again, a dependent unblocked),
+    and the jobs claimed, best first. The first row is the settlements', the others the
+    claimed jobs'."""
+    first = rows[0]
+    applied = [False] * count
+    for ordinal in first[CYCLE["applied"]]:
+        applied[ordinal - 1] = True
+    claimed = [claims.claimed(row) for row in rows[1:]]
+    return applied, set(first[CYCLE["wake"]]), claimed
 
 
 def finish(

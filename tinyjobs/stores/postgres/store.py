@@ -17,7 +17,7 @@ from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
-from . import bulk, claims, settle, steps
+from . import bulk, claims, packed, settle, steps
 from .config import Settings
 from .connection import Connections
 from .enqueue import caller_steps, enqueue_one, existing, one_job, wake
@@ -203,8 +203,11 @@ class PostgresStore(PostgresViews):
         limit: int,
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
-        """One transaction: the settlements, then the claim (one commit for both), sent in
-        pipeline mode. When the last claim found fewer jobs than it asked for (`_dry`: a low
+        """One transaction: the settlements, then the claim (one commit for both). For queues
+        without limits (the usual worker), m008's function `settle_claim` sent alone: one
+        statement in an implicit transaction, one round trip, the dependents' follow-up done
+        by the function only when a settled job has dependents. Else in pipeline mode. When
+        the last claim found fewer jobs than it asked for (`_dry`: a low
         rate, where each round trip wakes a sleeping backend and the worker's thread), in one
         round trip: BEGIN, the settle, the dependents' statements for every settled job
         (settle.send_whole), the claim and COMMIT leave together. Else (a drain, where those
@@ -212,6 +215,14 @@ class PostgresStore(PostgresViews):
         settle, with_dependents and the claim, then what the settle's rows call for and COMMIT.
         Not retried once sent, as a claim never is; the worker then settles again, which the
         lease token makes harmless, and leases it may have taken end by the reaper."""
+        if settlements and claims.wanted(queues, limit) and claims.free_only(queues):
+            sent = claims.params(self.schema, queues, holder, limit, now)
+            sent.update(settle.arrays(settlements))
+            rows = self._conns.alone(self.q["settle_claim"], sent, packed.CYCLE)
+            applied, due_again, claimed = settle.read_cycle(rows, len(settlements))
+            self._dry = len(claimed) < limit
+            self._notify(due_again)
+            return applied, claimed
 
         def send(conn: psycopg.Connection, retrying: bool) -> Any:
             settling, claiming = conn.cursor(), conn.cursor()
