@@ -358,3 +358,22 @@ def test_a_forked_child_waits_on_listeners_of_its_own(sq, monkeypatch):
     finally:
         os.close(read_end)
         os.waitpid(pid, 0)
+
+
+def test_a_writer_makes_its_queues_channel_and_the_first_waiter_finds_the_token(tmp_path, monkeypatch):
+    """A process that only enqueues (no worker has waited on this host yet) makes the FIFO at
+    its first wake-up and keeps it open, instead of looking for a missing file at every
+    enqueue; the token it left ends the first wait of the first waiter."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)  # only the token can end the wait
+    writer = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    path = channel_path(writer.path, "default")
+    assert not os.path.exists(path)
+    writer.enqueue([NewJob(id="a", task="t")])
+    assert stat.S_ISFIFO(os.stat(path).st_mode)
+    waiter = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    try:
+        assert waiter.wait(["default"], 30.0) is True
+        assert waiter.wait(["default"], 0) is False  # the token was taken
+    finally:
+        waiter.close()
+        writer.close()
