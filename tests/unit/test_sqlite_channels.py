@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import select
+import sqlite3
 import stat
 import threading
 import time
@@ -377,3 +378,27 @@ def test_a_writer_makes_its_queues_channel_and_the_first_waiter_finds_the_token(
     finally:
         waiter.close()
         writer.close()
+
+
+def test_a_tokens_wake_up_reads_nothing_and_a_silent_commit_is_still_told(sq, tmp_path, monkeypatch):
+    """A wait that a token ends runs no statement (no read transaction per job at a low
+    rate); a commit that sends no token (an enqueue in the caller's own transaction), made
+    after such a wake-up, still ends a later wait: the look a SAFETY_TICK after the last one
+    compares with the baseline from before the tokens."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 0.05)
+    assert sq.wait(["default"], 0) is False  # the listener is made, the baseline set
+    statements: list[str] = []
+    sq._pool.get("wait").set_trace_callback(statements.append)
+    other = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    try:
+        other.enqueue([NewJob(id="a", task="t")])
+        assert sq.wait(["default"], 30.0) is True
+        assert statements == []
+        silent = sqlite3.connect(tmp_path / "jobs.db")
+        other.enqueue([NewJob(id="b", task="t")], conn=silent)  # the caller's transaction
+        silent.commit()  # no token: the store does not see this commit
+        silent.close()
+        assert sq.wait(["default"], 30.0) is True
+        assert any("data_version" in s for s in statements)
+    finally:
+        other.close()

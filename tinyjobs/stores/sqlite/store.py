@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -68,6 +69,7 @@ class SQLiteStore(SQLiteViews):
         # wakes at once instead of at the end of its back-off sleep.
         self._unlock = Doorbell(target.path, wake, suffix=UNLOCK_SUFFIX)
         self._seen: dict[int, int] = {}  # wait connection -> data_version last seen
+        self._waits = threading.local()  # each waiting thread's state (_wait_state)
         self._changed: dict[int, float] = {}  # wait connection -> when it last saw a change
 
     # -- plumbing -------------------------------------------------------------------------
@@ -434,27 +436,53 @@ class SQLiteStore(SQLiteViews):
         last look counts, so a job added between a claim and this call is not missed: a token
         stays in its channel until a waiter takes it, and data_version covers the commits
         before this thread's listener was made (its first wait, or other queues than last
-        time; a thread's very first look only sets the baseline, as the polling does)."""
+        time; a thread's very first look only sets the baseline, as the polling does).
+
+        A token's wake-up does not look at data_version (a read transaction: at a low rate
+        about a tenth of the watcher's CPU per job): every commit since the last look is then
+        told by that True, and the baseline stays where it was. A wait that ends without a
+        token looks, unless a token came since the last look and that look is less than a
+        SAFETY_TICK old; so a commit that sends no token (an enqueue in the caller's own
+        transaction) is told by a later token's True or, at the latest, by the look a
+        SAFETY_TICK after the last one. The first look after a run of tokens sees their
+        commits too and wakes the caller once more (a spurious wake-up, allowed)."""
         deadline = time.monotonic() + max(timeout, 0.0)
-        conn = self._pool.get("wait")  # raises once the store was closed
+        self._pool.ensure_open()  # raises once the store was closed
         listener, new = self._channels.listen(queues)
         if listener is None:
             return self._poll(deadline)
-        if new and self._changed_since(conn):
-            return True
+        state = self._wait_state()
+        if new:
+            state.tokens = False
+            if self._looked(state):
+                return True
         while True:
             left = deadline - time.monotonic()
             if listener.ready(min(left, SAFETY_TICK)):
-                self._changed_since(conn)
+                state.tokens = True
                 return True
             if listener.stale():
                 self._channels.close()  # a FIFO replaced: the next wait opens the new one
                 return True
-            if self._changed_since(conn):
+            recent = time.monotonic() - state.looked_at < SAFETY_TICK
+            if not (state.tokens and recent) and self._looked(state):
                 return True  # a commit that woke no channel, or one of ours: look again
             if left <= SAFETY_TICK:
                 return False
-            conn = self._pool.get("wait")
+
+    def _wait_state(self) -> threading.local:
+        """This thread's waiting state: whether a token came since its last look at
+        data_version (`tokens`), and when that look was (`looked_at`, monotonic)."""
+        state = self._waits
+        if not hasattr(state, "tokens"):
+            state.tokens, state.looked_at = False, float("-inf")
+        return state
+
+    def _looked(self, state: threading.local) -> bool:
+        """A look at data_version on this thread's wait connection (`_changed_since`), noted."""
+        changed = self._changed_since(self._pool.get("wait"))
+        state.tokens, state.looked_at = False, time.monotonic()
+        return changed
 
     def _pause_for_lock(self, seconds: float) -> None:
         """begin_immediate's wait between two tries at the write lock: until another writer of
