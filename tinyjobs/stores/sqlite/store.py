@@ -18,8 +18,8 @@ from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
 from .channels import Channels
-from .claim import claim_jobs, claimed
-from .connection import Target, begin_immediate, immediate, snapshot
+from .claim import Taken, claim_jobs, claimed
+from .connection import Target, begin_immediate, immediate, is_busy, snapshot
 from .doorbell import UNLOCK_SUFFIX, Doorbell
 from .enqueue import due_of, enqueue_batch
 from .filesystem import why_unwritable
@@ -247,8 +247,10 @@ class SQLiteStore(SQLiteViews):
         """One transaction: limits counted and leases taken together (LIM-01)."""
         if limit <= 0 or not queues:
             return []
-        with self._write() as db:
-            taken = claim_jobs(db, queues, holder, limit, self._now(now))
+        taken = self._claim_reading_first(queues, holder, limit, now)
+        if taken is None:
+            with self._write() as db:
+                taken = claim_jobs(db, queues, holder, limit, self._now(now))
         if len(taken[0]) == limit:
             self._channels.step_back(queues)  # full: the next tokens go to idle workers first
             if taken[2]:
@@ -256,6 +258,40 @@ class SQLiteStore(SQLiteViews):
                 # next idle worker's turn.
                 self._channels.pass_on(taken[2])
         return claimed(taken)
+
+    def _claim_reading_first(
+        self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+    ) -> Taken | None:
+        """The claim as a deferred transaction: it looks for due jobs as a reader and takes the
+        write lock only at its first write (the lease). A claim that finds nothing (a worker's
+        clock claim, a wake-up another worker answered: four a second for each idle worker)
+        then ends as a read, without the write lock, the unlock bell or the file check after a
+        write. None, with nothing written, when this way cannot be taken: a queue counts starts
+        by the clock (a rate limit: its starts must be counted by a time read under the write
+        lock, see claim), or the lock is held or another writer committed since this read began
+        (SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT at the first write): the caller then claims with
+        BEGIN IMMEDIATE, waiting for the lock as every write does. Once the lease is written
+        the lock is this transaction's, so what it read was still the latest."""
+        if any(p.rate is not None or p.group_rate is not None for p in queues.values()):
+            return None
+        db = self._pool.get()
+        try:
+            db.execute("BEGIN")
+            try:
+                taken = claim_jobs(db, queues, holder, limit, self._now(now))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as err:
+            if is_busy(err):
+                return None
+            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}") from None
+        if taken[0]:  # it wrote: as after every write (see _write)
+            self._unlock.ring()
+            self._pool.written_to_current_file()
+        return taken
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
         """One statement for all tokens."""
