@@ -16,6 +16,7 @@ import pytest
 from tinyjobs.errors import ConfigError, JobNotFound, StoreUnavailable
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement
+from tinyjobs.stores.sqlite import connection as connection_module
 from tinyjobs.stores.sqlite import open as open_sqlite
 from tinyjobs.stores.sqlite.connection import load_blocks
 
@@ -263,6 +264,37 @@ def test_processes_claiming_at_once_never_claim_the_same_job(store) -> None:
     every = [job_id for ids in claimed for job_id in ids]
     assert len(every) == len(set(every)) == total
     assert store.counts() == {"default": {"done": total}}
+
+
+def test_a_claim_that_finds_nothing_due_does_not_take_the_write_lock(
+    store, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty claim (a worker's clock claim, a wake-up another worker answered) only reads:
+    it returns at once while another connection holds the write lock, where a write
+    transaction would wait for it (and fail after the busy timeout). A due job it waits for
+    as every write does, and takes once the lock is free."""
+    holder = Holder.current()
+    store.enqueue([NewJob(id="later", task="t", delay=3600)])  # pending, not due
+    other = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO paused (queue) VALUES ('nobody')")  # holds the lock
+        assert store.claim(QUEUES, holder, 8) == []
+        # A rate-limited queue's claim takes the lock first: its starts are counted by a time
+        # read under the lock (two claimers reading first could each count without the other).
+        monkeypatch.setattr(connection_module, "BUSY_TIMEOUT", 0.2)
+        with pytest.raises(StoreUnavailable, match="locked"):
+            store.claim({"default": QueuePolicy("default", rate=(5, 1.0))}, holder, 8)
+        monkeypatch.undo()
+        other.execute("COMMIT")
+        store.enqueue([NewJob(id="now", task="t")])
+        other.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.2, lambda: other.execute("COMMIT"))
+        release.start()
+        assert [c.job.id for c in store.claim(QUEUES, holder, 8)] == ["now"]
+        release.join()
+    finally:
+        other.close()
 
 
 # -- wait --------------------------------------------------------------------------------------

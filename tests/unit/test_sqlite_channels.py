@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import select
+import sqlite3
 import stat
 import threading
 import time
@@ -358,3 +359,46 @@ def test_a_forked_child_waits_on_listeners_of_its_own(sq, monkeypatch):
     finally:
         os.close(read_end)
         os.waitpid(pid, 0)
+
+
+def test_a_writer_makes_its_queues_channel_and_the_first_waiter_finds_the_token(tmp_path, monkeypatch):
+    """A process that only enqueues (no worker has waited on this host yet) makes the FIFO at
+    its first wake-up and keeps it open, instead of looking for a missing file at every
+    enqueue; the token it left ends the first wait of the first waiter."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)  # only the token can end the wait
+    writer = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    path = channel_path(writer.path, "default")
+    assert not os.path.exists(path)
+    writer.enqueue([NewJob(id="a", task="t")])
+    assert stat.S_ISFIFO(os.stat(path).st_mode)
+    waiter = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    try:
+        assert waiter.wait(["default"], 30.0) is True
+        assert waiter.wait(["default"], 0) is False  # the token was taken
+    finally:
+        waiter.close()
+        writer.close()
+
+
+def test_a_tokens_wake_up_reads_nothing_and_a_silent_commit_is_still_told(sq, tmp_path, monkeypatch):
+    """A wait that a token ends runs no statement (no read transaction per job at a low
+    rate); a commit that sends no token (an enqueue in the caller's own transaction), made
+    after such a wake-up, still ends a later wait: the look a SAFETY_TICK after the last one
+    compares with the baseline from before the tokens."""
+    monkeypatch.setattr(store_module, "SAFETY_TICK", 0.05)
+    assert sq.wait(["default"], 0) is False  # the listener is made, the baseline set
+    statements: list[str] = []
+    sq._pool.get("wait").set_trace_callback(statements.append)
+    other = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
+    try:
+        other.enqueue([NewJob(id="a", task="t")])
+        assert sq.wait(["default"], 30.0) is True
+        assert statements == []
+        silent = sqlite3.connect(tmp_path / "jobs.db")
+        other.enqueue([NewJob(id="b", task="t")], conn=silent)  # the caller's transaction
+        silent.commit()  # no token: the store does not see this commit
+        silent.close()
+        assert sq.wait(["default"], 30.0) is True
+        assert any("data_version" in s for s in statements)
+    finally:
+        other.close()

@@ -25,9 +25,9 @@ instance with the process, so the next token wakes another waiter; a token it wa
 and had not read yet stays in the FIFO, for the next wake-up or the others' safety tick.
 
 Files: FIFOs hold no data on disk, so nothing grows; there is one per queue that a thread of
-this host has waited for, and none is ever removed (a waiter or writer holding it open would
-go on using the removed one). A FIFO found replaced (another inode at the path) is opened
-again: writers look once a second, waiters at their safety tick.
+this host has waited for or sent a token to, and none is ever removed (a waiter or writer
+holding it open would go on using the removed one). A FIFO found replaced (another inode at
+the path) is opened again: writers look once a second, waiters at their safety tick.
 
 Writers open a FIFO read-write, never write-only: a FIFO opened for writing while no reader is
 left makes write() raise SIGPIPE, which kills a process that has not ignored it. Nothing reads
@@ -210,8 +210,9 @@ class Channels:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        # queue -> (descriptor, identity of the FIFO, when that was last checked)
-        self._writers: dict[str, tuple[int, tuple[int, int] | None, float]] = {}
+        # queue -> (descriptor, identity of the FIFO, when that was last checked); None for a
+        # FIFO that could not be made (tried again once a WRITER_CHECK)
+        self._writers: dict[str, tuple[int | None, tuple[int, int] | None, float]] = {}
         self._retired: list[int] = []  # descriptors of FIFOs replaced: closed with the object
         self._listeners: weakref.WeakSet[Listener] = weakref.WeakSet()  # every thread's
         _ALL.add(self)
@@ -246,7 +247,7 @@ class Channels:
         for queue in queues:
             fd = self._writer(queue)
             if fd is None:
-                continue  # no FIFO: no thread of this host ever waited for the queue
+                continue  # no FIFO can be made here: the waiters poll
             try:
                 os.write(fd, token)
             except BlockingIOError:
@@ -255,8 +256,15 @@ class Channels:
                 self._drop(queue, fd)
 
     def _writer(self, queue: str) -> int | None:
-        """This process's descriptor of the queue's FIFO, opened if missing and looked at
-        again once a WRITER_CHECK (a FIFO removed and made again is another one)."""
+        """This process's descriptor of the queue's FIFO, made and opened if missing, and
+        looked at again once a WRITER_CHECK (a FIFO removed and made again is another one).
+
+        The writer makes the FIFO itself rather than waiting for a waiter to: a process that
+        only enqueues (no worker of the queue has waited on this host yet) would otherwise try
+        to open a missing file at every enqueue, a failed path lookup each time; its tokens
+        now wait in the FIFO for the first waiter, whose first wait they end (once). Where no
+        FIFO can be made (a file system without them) the waiters poll instead, and the
+        writer tries again once a WRITER_CHECK, not at every commit."""
         if self._pid != os.getpid():
             self._after_fork()
         entry = self._writers.get(queue)
@@ -266,19 +274,18 @@ class Channels:
             if now - checked < WRITER_CHECK:
                 return fd
             path = channel_path(self.database, queue)
-            if _ident(path) == ident:
+            if fd is not None and _ident(path) == ident:
                 self._writers[queue] = (fd, ident, now)
                 return fd
-            self._drop(queue, fd)
+            if fd is not None:
+                self._drop(queue, fd)
         path = channel_path(self.database, queue)
         with self._lock:
             entry = self._writers.get(queue)
-            if entry is not None:
+            if entry is not None and entry[0] is not None:
                 return entry[0]  # another thread opened it meanwhile
-            opened = _open_fifo(path, create=False)
-            if opened is None:
-                return None
-            self._writers[queue] = (opened, _ident(opened), now)
+            opened = _open_fifo(path, create=True)
+            self._writers[queue] = (opened, None if opened is None else _ident(opened), now)
             return opened
 
     def _drop(self, queue: str, fd: int) -> None:
@@ -299,7 +306,7 @@ class Channels:
         if self._pid == os.getpid():
             return
         self._lock = threading.Lock()
-        inherited = [fd for fd, _, _ in self._writers.values()] + self._retired
+        inherited = [fd for fd, _, _ in self._writers.values() if fd is not None] + self._retired
         self._writers, self._retired = {}, []
         self._local = threading.local()  # the listeners close their copies when collected
         self._listeners = weakref.WeakSet()
@@ -343,7 +350,7 @@ class Channels:
     def __del__(self) -> None:
         # Nobody can be writing any more. In a forked child that never used this object the
         # descriptors are inherited copies: closing those touches only the child's.
-        _close_all([fd for fd, _, _ in self._writers.values()] + self._retired)
+        _close_all([fd for fd, _, _ in self._writers.values() if fd is not None] + self._retired)
 
 
 def _close_all(fds: Iterable[int]) -> None:

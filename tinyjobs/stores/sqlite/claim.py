@@ -9,7 +9,6 @@ from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
 from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job
-from .views import paused_queues
 
 # The claim statement's rows (by position: queries.sql, `claim`), the steps of those jobs, and
 # the queues where due jobs were left behind because `limit` was reached (the store passes a
@@ -30,10 +29,9 @@ def claim_jobs(
     file's write lock, which every other worker is waiting for."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
     more: set[str] = set()
-    paused = paused_queues(conn)  # LIM-04: read in this transaction, serialised with pause()
     for policy in queues.values():
-        if policy.name in paused:
-            continue
+        # A paused queue's candidates are none (LIM-04: the candidate statements read `paused`
+        # in this transaction, serialised with pause()).
         room = _queue_room(conn, policy, limit, now)
         if room > 0:
             found, left = _pick(conn, policy, room, now)

@@ -66,13 +66,18 @@ class Pool:
         _INHERITED.extend(self._all)
         self._start()
 
+    def ensure_open(self) -> None:
+        """StoreUnavailable once the pool was closed (this thread's connections closed then),
+        as `get` raises, without looking at the file."""
+        if self.closed:
+            self._release_own()
+            raise StoreUnavailable(f"sqlite store {mask(self.target.url)!r} is closed")
+
     def get(self, kind: str = "main") -> sqlite3.Connection:
         """This thread's connection of `kind`."""
         if self._pid != os.getpid():
             self._abandon()  # at-fork hook missed (fork without os.fork's hooks)
-        if self.closed:
-            self._release_own()
-            raise StoreUnavailable(f"sqlite store {mask(self.target.url)!r} is closed")
+        self.ensure_open()
         slot = getattr(self._local, kind, None)
         slot = self._same_file(slot)
         if slot is None:

@@ -38,9 +38,12 @@ WHERE child_seq IN (SELECT value FROM json_each(:seqs))
 DELETE FROM jobs WHERE seq IN (SELECT value FROM json_each(?))
 
 -- name: claim_candidates
--- Walks jobs_claim in claim order; groups found full and jobs already taken are left out.
+-- Walks jobs_claim in claim order; groups found full and jobs already taken are left out, and
+-- a paused queue has none (LIM-04: read in the claim's transaction, serialised with pause();
+-- a constant subquery, evaluated once per statement).
 SELECT seq, queue, grp, priority, due FROM jobs
 WHERE state = 'pending' AND queue = :queue AND due <= :now
+  AND NOT EXISTS (SELECT 1 FROM paused WHERE paused.queue = :queue)
   AND (grp IS NULL OR grp NOT IN (SELECT value FROM json_each(:full)))
   AND seq NOT IN (SELECT value FROM json_each(:taken))
 ORDER BY priority DESC, due, seq
@@ -49,8 +52,10 @@ LIMIT :limit
 -- name: claim_candidates_first
 -- claim_candidates when nothing is left out yet (no full group, nothing taken: a queue's first
 -- page, nearly always its only one): each NOT IN list would be an ephemeral table to build.
+-- The paused check is this statement's, not one of its own: a statement less per claim.
 SELECT seq, queue, grp, priority, due FROM jobs
 WHERE state = 'pending' AND queue = :queue AND due <= :now
+  AND NOT EXISTS (SELECT 1 FROM paused WHERE paused.queue = :queue)
 ORDER BY priority DESC, due, seq
 LIMIT :limit
 

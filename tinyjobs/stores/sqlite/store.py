@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,8 +18,8 @@ from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
 from .channels import Channels
-from .claim import claim_jobs, claimed
-from .connection import Target, begin_immediate, immediate, snapshot
+from .claim import Taken, claim_jobs, claimed
+from .connection import Target, begin_immediate, immediate, is_busy, snapshot
 from .doorbell import UNLOCK_SUFFIX, Doorbell
 from .enqueue import due_of, enqueue_batch
 from .filesystem import why_unwritable
@@ -68,6 +69,7 @@ class SQLiteStore(SQLiteViews):
         # wakes at once instead of at the end of its back-off sleep.
         self._unlock = Doorbell(target.path, wake, suffix=UNLOCK_SUFFIX)
         self._seen: dict[int, int] = {}  # wait connection -> data_version last seen
+        self._waits = threading.local()  # each waiting thread's state (_wait_state)
         self._changed: dict[int, float] = {}  # wait connection -> when it last saw a change
 
     # -- plumbing -------------------------------------------------------------------------
@@ -245,8 +247,10 @@ class SQLiteStore(SQLiteViews):
         """One transaction: limits counted and leases taken together (LIM-01)."""
         if limit <= 0 or not queues:
             return []
-        with self._write() as db:
-            taken = claim_jobs(db, queues, holder, limit, self._now(now))
+        taken = self._claim_reading_first(queues, holder, limit, now)
+        if taken is None:
+            with self._write() as db:
+                taken = claim_jobs(db, queues, holder, limit, self._now(now))
         if len(taken[0]) == limit:
             self._channels.step_back(queues)  # full: the next tokens go to idle workers first
             if taken[2]:
@@ -254,6 +258,40 @@ class SQLiteStore(SQLiteViews):
                 # next idle worker's turn.
                 self._channels.pass_on(taken[2])
         return claimed(taken)
+
+    def _claim_reading_first(
+        self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+    ) -> Taken | None:
+        """The claim as a deferred transaction: it looks for due jobs as a reader and takes the
+        write lock only at its first write (the lease). A claim that finds nothing (a worker's
+        clock claim, a wake-up another worker answered: four a second for each idle worker)
+        then ends as a read, without the write lock, the unlock bell or the file check after a
+        write. None, with nothing written, when this way cannot be taken: a queue counts starts
+        by the clock (a rate limit: its starts must be counted by a time read under the write
+        lock, see claim), or the lock is held or another writer committed since this read began
+        (SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT at the first write): the caller then claims with
+        BEGIN IMMEDIATE, waiting for the lock as every write does. Once the lease is written
+        the lock is this transaction's, so what it read was still the latest."""
+        if any(p.rate is not None or p.group_rate is not None for p in queues.values()):
+            return None
+        db = self._pool.get()
+        try:
+            db.execute("BEGIN")
+            try:
+                taken = claim_jobs(db, queues, holder, limit, self._now(now))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as err:
+            if is_busy(err):
+                return None
+            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}") from None
+        if taken[0]:  # it wrote: as after every write (see _write)
+            self._unlock.ring()
+            self._pool.written_to_current_file()
+        return taken
 
     def renew(self, tokens: Sequence[str], now: float | None = None) -> dict[str, LeaseStatus]:
         """One statement for all tokens."""
@@ -434,27 +472,53 @@ class SQLiteStore(SQLiteViews):
         last look counts, so a job added between a claim and this call is not missed: a token
         stays in its channel until a waiter takes it, and data_version covers the commits
         before this thread's listener was made (its first wait, or other queues than last
-        time; a thread's very first look only sets the baseline, as the polling does)."""
+        time; a thread's very first look only sets the baseline, as the polling does).
+
+        A token's wake-up does not look at data_version (a read transaction: at a low rate
+        about a tenth of the watcher's CPU per job): every commit since the last look is then
+        told by that True, and the baseline stays where it was. A wait that ends without a
+        token looks, unless a token came since the last look and that look is less than a
+        SAFETY_TICK old; so a commit that sends no token (an enqueue in the caller's own
+        transaction) is told by a later token's True or, at the latest, by the look a
+        SAFETY_TICK after the last one. The first look after a run of tokens sees their
+        commits too and wakes the caller once more (a spurious wake-up, allowed)."""
         deadline = time.monotonic() + max(timeout, 0.0)
-        conn = self._pool.get("wait")  # raises once the store was closed
+        self._pool.ensure_open()  # raises once the store was closed
         listener, new = self._channels.listen(queues)
         if listener is None:
             return self._poll(deadline)
-        if new and self._changed_since(conn):
-            return True
+        state = self._wait_state()
+        if new:
+            state.tokens = False
+            if self._looked(state):
+                return True
         while True:
             left = deadline - time.monotonic()
             if listener.ready(min(left, SAFETY_TICK)):
-                self._changed_since(conn)
+                state.tokens = True
                 return True
             if listener.stale():
                 self._channels.close()  # a FIFO replaced: the next wait opens the new one
                 return True
-            if self._changed_since(conn):
+            recent = time.monotonic() - state.looked_at < SAFETY_TICK
+            if not (state.tokens and recent) and self._looked(state):
                 return True  # a commit that woke no channel, or one of ours: look again
             if left <= SAFETY_TICK:
                 return False
-            conn = self._pool.get("wait")
+
+    def _wait_state(self) -> threading.local:
+        """This thread's waiting state: whether a token came since its last look at
+        data_version (`tokens`), and when that look was (`looked_at`, monotonic)."""
+        state = self._waits
+        if not hasattr(state, "tokens"):
+            state.tokens, state.looked_at = False, float("-inf")
+        return state
+
+    def _looked(self, state: threading.local) -> bool:
+        """A look at data_version on this thread's wait connection (`_changed_since`), noted."""
+        changed = self._changed_since(self._pool.get("wait"))
+        state.tokens, state.looked_at = False, time.monotonic()
+        return changed
 
     def _pause_for_lock(self, seconds: float) -> None:
         """begin_immediate's wait between two tries at the write lock: until another writer of
