@@ -165,12 +165,12 @@ class Connections:
         connection that can send them (else psycopg dumps them)."""
 
         def attempt(conn: psycopg.Connection, weak: bool, retrying: bool, sent: list[bool]) -> list:
-            nonlocal params
+            values = params
             if packing is not None and getattr(conn, "packs", False):
-                params = packed.pack(params, packing)
+                values = packed.pack(params, packing)
             sent[0] = True
             with conn.cursor() as cur:
-                cur.execute(statement, params)
+                cur.execute(statement, values)
                 return cur.fetchall()
 
         return self._retrying(attempt, idempotent=False)
