@@ -203,18 +203,20 @@ class PostgresStore(PostgresViews):
         limit: int,
         now: float | None = None,
     ) -> tuple[list[bool], list[Claimed]]:
-        """One transaction: the settlements, then the claim (one commit for both). For queues
-        without limits (the usual worker), m008's function `settle_claim` sent alone: one
-        statement in an implicit transaction, one round trip, the dependents' follow-up done
-        by the function only when a settled job has dependents. Else in pipeline mode. When
-        the last claim found fewer jobs than it asked for (`_dry`: a low
-        rate, where each round trip wakes a sleeping backend and the worker's thread), in one
-        round trip: BEGIN, the settle, the dependents' statements for every settled job
-        (settle.send_whole), the claim and COMMIT leave together. Else (a drain, where those
+        """One transaction: the settlements, then the claim (one commit for both). Not retried
+        once sent, as a claim never is; the worker then settles again, which the lease token
+        makes harmless, and leases it may have taken end by the reaper.
+
+        For queues without limits (the usual worker): m008's function `settle_claim`, sent
+        alone, one statement in an implicit transaction and one round trip; the function does
+        the dependents' follow-up only when a settled job has dependents. With limits, in
+        pipeline mode: in one round trip when the last claim found fewer jobs than it asked
+        for (`_dry`: a low rate, where each round trip wakes a sleeping backend and the
+        worker's thread), BEGIN, the settle, the dependents' statements for every settled job
+        (settle.send_whole), the claim and COMMIT leaving together; else (a drain, where those
         statements cost the server more than the round trip they save) in two: BEGIN, the
-        settle, with_dependents and the claim, then what the settle's rows call for and COMMIT.
-        Not retried once sent, as a claim never is; the worker then settles again, which the
-        lease token makes harmless, and leases it may have taken end by the reaper."""
+        settle, with_dependents and the claim, then what the settle's rows call for and
+        COMMIT."""
         if settlements and claims.wanted(queues, limit) and claims.free_only(queues):
             sent = claims.params(self.schema, queues, holder, limit, now)
             sent.update(settle.arrays(settlements))
