@@ -19,7 +19,7 @@ CAPABILITIES = frozenset({"transactions", "notify", "shared", "timed"})
 # fails (tests/contract/test_store_capabilities.py) instead of skipping the tests that need it.
 STORES: dict[str, frozenset[str]] = {
     "memory": frozenset(),
-    "sqlite": frozenset({"transactions", "shared"}),
+    "sqlite": frozenset({"transactions", "shared", "timed"}),
     "postgres": frozenset({"transactions", "notify", "shared", "timed"}),
     "redis": frozenset({"notify", "shared", "timed"}),
 }

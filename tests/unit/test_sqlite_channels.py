@@ -18,7 +18,7 @@ from tinyjobs.holder import Holder
 from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement, WorkerBeat
 from tinyjobs.stores.sqlite import open as open_sqlite
 from tinyjobs.stores.sqlite import store as store_module
-from tinyjobs.stores.sqlite.channels import PASSED, TOKEN, Channels, _open_fifo, channel_path
+from tinyjobs.stores.sqlite.channels import PASSED, SCHEDULED, TOKEN, Channels, _open_fifo, channel_path
 from tinyjobs.stores.sqlite.doorbell import WAKE_ENV
 
 pytestmark = pytest.mark.skipif(not Channels("/nonexistent").enabled, reason="no epoll here")
@@ -79,7 +79,8 @@ def test_enqueue_wakes_its_queue_and_the_idle_fleets_writes_do_not(sq, seen):
     sq.enqueue([NewJob(id="m", task="t", queue="mail"), NewJob(id="b", task="t")])
     assert seen.woken() == {"default", "mail"}
     sq.enqueue([NewJob(id="later", task="t", delay=60)])
-    assert seen.woken() == set()  # due later: the workers' clock claims it
+    # due later: no job to claim, a SCHEDULED token (a waiter reads the due time again)
+    assert seen.tokens() == {"default": SCHEDULED}
     claimed = sq.claim(QUEUES, holder, 8)
     assert len(claimed) == 2 and sq.claim(QUEUES, holder, 8) == []  # nothing left behind
     sq.renew([c.token for c in claimed])

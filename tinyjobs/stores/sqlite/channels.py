@@ -54,6 +54,9 @@ from .doorbell import WAKE_ENV
 SUFFIX = "-wake-"
 TOKEN = b"\x01"  # jobs may be claimable
 PASSED = b"\x02"  # a claim left jobs behind: for a worker waiting at that moment
+# A job of the queue was scheduled for later (an enqueue with a delay, a retry's backoff): the
+# waiter reads the earliest scheduled due time again and goes on waiting (store.wait, "timed").
+SCHEDULED = b"\x03"
 READ_AT_ONCE = 65536  # a pipe's default capacity: one read takes every token it holds
 WRITER_CHECK = 1.0  # seconds between a writer's checks that its FIFO is still the one at the path
 _PLAIN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -112,6 +115,9 @@ class Listener:
         self._buffer = bytearray(READ_AT_ONCE)
         self._lock = threading.Lock()  # step_back and close, from different threads
         self._broken = False
+        # A SCHEDULED token was read since the store last cleared this: the due time it
+        # waits for may be earlier now (store.wait reads it again).
+        self.scheduled = False
         self._epoll = select.epoll()  # OSError when out of descriptors: the store polls
         try:
             for queue in queues:
@@ -160,23 +166,33 @@ class Listener:
         the kernel would have woken it), so the busy workers take those jobs on their own
         cycle; waking for them would only cost a draining worker a turn of its loop. A
         wake-up whose token another waiter took meanwhile counts too: it is rare, and a
-        spurious wake-up is allowed."""
+        spurious wake-up is allowed. SCHEDULED tokens alone end nothing: they set `scheduled`
+        and return False at once (the store reads the due time again and waits on)."""
         try:
             if self._take(self._epoll.poll(0), waited=False):
                 return True
+            if self.scheduled:
+                return False  # the caller reads the due time again before it sleeps
             return self._take(self._epoll.poll(max(0.0, timeout)), waited=True)
         except InterruptedError:
             return True
 
     def _take(self, events: list[tuple[int, int]], waited: bool) -> bool:
-        """Read the tokens of the channels that `events` name; whether they end the wait."""
+        """Read the tokens of the channels that `events` name; whether they end the wait.
+        SCHEDULED tokens alone do not (no job is claimable yet): they set `scheduled`."""
         woken = False
         for fd, _ in events:
             try:
                 size = os.readv(fd, [self._buffer])
             except (BlockingIOError, InterruptedError):
                 size = 0
-            woken = woken or waited or self._buffer.find(TOKEN, 0, size) >= 0
+            scheduled = self._buffer.count(SCHEDULED, 0, size) if size else 0
+            if scheduled:
+                self.scheduled = True
+            if waited:
+                woken = woken or size == 0 or scheduled < size
+            else:
+                woken = woken or self._buffer.find(TOKEN, 0, size) >= 0
         return woken
 
     def stale(self) -> bool:

@@ -89,10 +89,14 @@ def end_lease(db: Executor, row: sqlite3.Row, outcome: str, now: float) -> None:
         finish(db, row, state, now, error=error)
 
 
-def settle_one(db: Executor, settlement: Settlement, now: float, woken: set[str]) -> bool:
+def settle_one(
+    db: Executor, settlement: Settlement, now: float, woken: set[str], scheduled: set[str] | None = None
+) -> bool:
     """Apply one settlement if its token is still on the job; False (nothing changed) if not.
     Adds to `woken` the queues where it may have made jobs claimable: the job's own (pending
-    again, or a running slot freed) and those of the dependents it released."""
+    again, or a running slot freed) and those of the dependents it released; and to
+    `scheduled` those where it may have made a job pending with a later due time (a retry's
+    or snooze's delay; released dependents, which keep their own due time)."""
     row = db.execute(Q["settle_running"], (settlement.job_id, settlement.token)).fetchone()
     if row is None:
         return False
@@ -106,7 +110,10 @@ def settle_one(db: Executor, settlement: Settlement, now: float, woken: set[str]
     if state == CANCELLED:
         finish(db, row, CANCELLED, now, error=rules.CANCELLED_WHILE_RUNNING)
     elif state == DONE:
-        woken |= finish(db, row, DONE, now, result=settlement.result)
+        released = finish(db, row, DONE, now, result=settlement.result)
+        woken |= released
+        if scheduled is not None:
+            scheduled |= released
     elif state == FAILED:
         finish(db, row, FAILED, now, error=error)
     else:
@@ -114,6 +121,8 @@ def settle_one(db: Executor, settlement: Settlement, now: float, woken: set[str]
         due = row["due"] if outcome == "handback" else now + settlement.delay
         give_back = 1 if outcome in rules.GIVES_BACK else 0
         requeue(db, row, due, give_back, error if outcome == "retry" else None)
+        if scheduled is not None and due > now:
+            scheduled.add(row["queue"])
     return True
 
 

@@ -358,3 +358,20 @@ SELECT host, pid, queues, slots, busy, started_at, seen_at FROM workers ORDER BY
 
 -- name: drop_workers
 DELETE FROM workers WHERE seen_at < :before
+
+-- name: until_due
+-- Seconds until the earliest pending job of these queues that is not due yet falls due (NULL:
+-- none), for `wait` ("timed"). A skip scan of jobs_claim (queue, priority DESC, due): per
+-- queue, one index probe per priority present and one for its earliest due time after now,
+-- however many jobs wait (10^5 waiting jobs: about 35 us).
+WITH RECURSIVE pr(queue, p) AS (
+    SELECT q.value, (SELECT max(priority) FROM jobs WHERE state = 'pending' AND queue = q.value)
+    FROM json_each(:queues) AS q
+    UNION ALL
+    SELECT pr.queue, (SELECT max(priority) FROM jobs
+                      WHERE state = 'pending' AND queue = pr.queue AND priority < pr.p)
+    FROM pr WHERE pr.p IS NOT NULL
+)
+SELECT min((SELECT min(due) FROM jobs
+            WHERE state = 'pending' AND queue = pr.queue AND priority = pr.p AND due > :now)) - :now
+FROM pr WHERE pr.p IS NOT NULL
