@@ -15,6 +15,13 @@
 -- nothing of the batch was written.
 local now = clock(ARGV[1])
 local single = #ARGV == 14
+if single and ARGV[11] == '' then
+  -- One job without parents (the commonest call): its values straight from ARGV, its result
+  -- array the reply (no batch tables, no parents to look up).
+  local one = enqueue_one({unpack(ARGV, 2, 14)}, now)
+  flush()
+  return {num(now), unpack(one)}
+end
 local jobs = single and {{unpack(ARGV, 2, 14)}} or cjson.decode(ARGV[2])
 local seen = {}
 for _, a in ipairs(jobs) do
