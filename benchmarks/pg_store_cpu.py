@@ -5,6 +5,11 @@ figure counts only this connection's backend, not the other sessions of the clus
     python benchmarks/pg_store_cpu.py bulk --jobs 20000      # enqueue_many, 1,000 per call
     python benchmarks/pg_store_cpu.py single --jobs 3000     # one enqueue per call
     python benchmarks/pg_store_cpu.py cycle --jobs 6000      # settle_and_claim, batches of 4
+    python benchmarks/pg_store_cpu.py cycle --batch 8        # ... of 8 (a worker of 8 slots)
+
+Also the WAL written per job (pg_current_wal_lsn before and after: the whole cluster's, so
+on a shared cluster other sessions' writes are in it) and the rows the jobs table saw per job
+(updates, of which HOT).
 
 Each run drops and re-creates the database --db on --server. For an A/B
 comparison on a busy machine run two trees at the same time, each on its own --db: both then
@@ -19,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,6 +40,20 @@ def own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _wal(conn: Any) -> int:
+    """The cluster's WAL position, in bytes."""
+    return int(conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
+
+
+def _rows(conn: Any) -> tuple[int, int]:
+    """Updates and HOT updates of the jobs table so far (the statistics lag a commit: read
+    them after pg_stat_clear_snapshot, which a new transaction does in autocommit)."""
+    row = conn.execute(
+        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'jobs'"
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -42,6 +62,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=6000)
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432", help="URL without a db")
     parser.add_argument("--db", default="tinyjobs_store_cpu")
+    parser.add_argument("--batch", type=int, default=4, help="cycle: jobs settled and claimed per call")
     args = parser.parse_args()
 
     import psycopg
@@ -86,22 +107,30 @@ def main() -> None:
             noop.enqueue_many(batch)
         policies = {"default": QueuePolicy(name="default")}
         holder = Holder.current()
-        claimed = store.settle_and_claim([], policies, holder, 4)[1]
+        size = args.batch
+        claimed = store.settle_and_claim([], policies, holder, size)[1]
 
         def run() -> None:
             nonlocal claimed
-            for _ in range(n // 4):
+            for _ in range(n // size):
                 done = [Settlement(job_id=c.job.id, token=c.token, outcome="done") for c in claimed]
-                claimed = store.settle_and_claim(done, policies, holder, 4)[1]
+                claimed = store.settle_and_claim(done, policies, holder, size)[1]
 
+    watch = psycopg.connect(f"{args.server}/{args.db}", autocommit=True)
+    wal0, rows0 = _wal(watch), _rows(watch)
     client0, server0, wall0 = own_cpu(), backend_cpu(backend), time.perf_counter()
     run()
     client1, server1, wall1 = own_cpu(), backend_cpu(backend), time.perf_counter()
+    wal1, rows1 = _wal(watch), _rows(watch)
+    updates, hot = (b - a for a, b in zip(rows0, rows1, strict=True))
     print(
         f"{args.scenario}: {n / (wall1 - wall0):,.0f} jobs/s, "
         f"client {1e6 * (client1 - client0) / n:.1f} us/job, "
-        f"server backend {1e6 * (server1 - server0) / n:.1f} us/job"
+        f"server backend {1e6 * (server1 - server0) / n:.1f} us/job, "
+        f"WAL {(wal1 - wal0) / n:,.0f} B/job, jobs rows updated {updates / n:.2f}/job "
+        f"({hot / n:.2f} HOT)"
     )
+    watch.close()
     app.close()
 
 
