@@ -66,8 +66,12 @@ def blocks(filename: str = "queries.sql") -> dict[str, str]:
     return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
 
 
+@cache
 def placeholders(schema: str) -> dict[str, sql.Composable]:
-    """The values of the placeholders for one schema."""
+    """The values of the placeholders for one schema (built once per schema: compose runs for
+    each of queries.sql's ~120 statements and fragments when a process opens the store, and
+    rebuilding these each time was most of the ~20-40 ms that took). Callers must not change
+    the dict."""
     values: dict[str, sql.Composable] = {name: sql.Identifier(schema, name) for name in TABLES}
     values["schema"] = sql.Identifier(schema)
     seq_name = sql.Identifier(schema, "job_seq").as_string(None)
@@ -110,7 +114,7 @@ def compose(text: str, schema: str) -> str:
     """`text` with its placeholders filled for `schema`, as a string ready to execute. A
     placeholder that names a block of queries.sql (a fragment such as `{upsert_job}`) is
     replaced by that block, itself composed."""
-    values: dict[str, sql.Composable] = placeholders(schema)
+    values: dict[str, sql.Composable] = dict(placeholders(schema))
     fragments = blocks()
     for name in _PLACEHOLDER.findall(text):
         if name in fragments and name not in values:
