@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from .aio import AsyncCalls
 from .clock import Clock, TimeSource, app_clock
 from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
+from .ids import new_id, new_ids  # noqa: F401 (new_id: importable from here as before)
 from .job import Job
 from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
 from .stores import open_store
@@ -26,6 +26,7 @@ from .stores.base import (
     NewJob,
     QueuePolicy,
     Store,
+    filled,
 )
 from .task import Task, after_ids, check_signature
 from .urls import mask
@@ -259,13 +260,19 @@ class App(AsyncCalls):
             )
         # Options are checked once per task, not once per job; without options, once per app.
         templates = self._plain if not options else {}
-        new_jobs = []
-        for name, args in items:
+        tasks = self.tasks
+        limit = self.max_payload
+        if not isinstance(items, list | tuple):
+            items = list(items)  # any iterable, as before: the ids are drawn for its length
+        ids = [job_id] * len(items) if job_id is not None else new_ids(len(items))
+        new_jobs: list[NewJob] = []
+        add = new_jobs.append
+        for (name, args), one_id in zip(items, ids, strict=True):
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
-            task = self.tasks.get(name)
+            task = tasks.get(name)
             if task is not None:
                 task.check_args(args or {})
-            new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
+            add(filled(template, one_id, dump_args(args, limit)))
         return new_jobs
 
     def _template(self, name: str, options: dict[str, Any]) -> NewJob:
@@ -384,30 +391,8 @@ class App(AsyncCalls):
 
 
 def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
-    """The template with its id and payload: dataclasses.replace without its introspection, as
-    this runs once per job of an enqueue_many. Every field of NewJob is copied; a test over
-    dataclasses.fields(NewJob) fails when one is missing here."""
-    return NewJob(
-        id=job_id,
-        task=t.task,
-        queue=t.queue,
-        payload=payload,
-        priority=t.priority,
-        delay=t.delay,
-        at=t.at,
-        key=t.key,
-        group=t.group,
-        after=t.after,
-        max_attempts=t.max_attempts,
-        dedupe=t.dedupe,
-        keep=t.keep,
-    )
-
-
-def new_id() -> str:
-    """A job id that sorts by creation time (milliseconds, then 80 random bits), like UUIDv7:
-    new rows land at the end of the id index instead of dirtying pages all over it."""
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
+    """The template with its id and payload (stores.base.filled, kept under its old name)."""
+    return filled(t, job_id, payload)
 
 
 def _given(options: dict[str, Any], name: str, default: Any) -> Any:
