@@ -42,6 +42,7 @@ R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///tinyjobs.db"
 MAX_ID_LENGTH = 255
+_NO_OPTIONS: dict[str, Any] = {}  # never written to
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,10 @@ class App(AsyncCalls):
 
     def enqueue(self, task: str, args: dict[str, Any] | None = None, **options: Any) -> Job:
         """Add a job for the task named `task` with keyword arguments `args`."""
-        return self.enqueue_many([(task, args or {})], **options)[0]
+        if options:
+            return self.enqueue_many([(task, args or {})], **options)[0]
+        # The common call (Task.enqueue without options), as enqueue_many without its repacking.
+        return self.store.enqueue(self.new_jobs([(task, args or {})], _NO_OPTIONS), self.clock.store_now())[0]
 
     def enqueue_many(self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any) -> list[Job]:
         """Add many jobs in one atomic round trip; return their Jobs in order. Options apply to
@@ -247,23 +251,32 @@ class App(AsyncCalls):
         return self.store.enqueue(new_jobs, self.clock.store_now(), conn=conn) if new_jobs else []
 
     def new_jobs(self, items: Sequence[tuple[str, dict[str, Any]]], options: dict[str, Any]) -> list[NewJob]:
-        """The NewJobs of an enqueue (sync or async), options checked and arguments in JSON."""
-        unknown = set(options) - {"id", "key", "delay", "at", "after", "group", "priority", "queue"}
-        if unknown:
-            raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
-        if options.get("id") is not None and len(items) > 1:
-            raise ConfigError("id= names one job; give each job its own id with separate enqueues")
-        job_id = options.get("id")
-        if job_id is not None and (not isinstance(job_id, str) or not job_id or len(job_id) > MAX_ID_LENGTH):
-            raise ConfigError(
-                f"id must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {job_id!r}"
-            )
+        """The NewJobs of an enqueue (sync or async), options checked and arguments in JSON.
+        Raises before returning anything when any job is refused (unknown task or option,
+        arguments the handler cannot take or JSON cannot hold, a payload over max_payload).
+
+        Runs once per enqueue call and its loop once per job: what a job's template holds
+        (task, queue, options) is checked once per task name, not once per job; ids come
+        from one draw of random bits for the batch (tinyjobs.ids)."""
+        if not isinstance(items, list | tuple):
+            items = list(items)  # any iterable, as before: the ids are drawn for its length
+        job_id = None
+        if options:
+            unknown = set(options) - {"id", "key", "delay", "at", "after", "group", "priority", "queue"}
+            if unknown:
+                raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
+            job_id = options.get("id")
+            if job_id is not None and len(items) > 1:
+                raise ConfigError("id= names one job; give each job its own id with separate enqueues")
+            bad_id = not isinstance(job_id, str) or not job_id or len(job_id) > MAX_ID_LENGTH
+            if job_id is not None and bad_id:
+                raise ConfigError(
+                    f"id must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {job_id!r}"
+                )
         # Options are checked once per task, not once per job; without options, once per app.
         templates = self._plain if not options else {}
         tasks = self.tasks
         limit = self.max_payload
-        if not isinstance(items, list | tuple):
-            items = list(items)  # any iterable, as before: the ids are drawn for its length
         ids = [job_id] * len(items) if job_id is not None else new_ids(len(items))
         new_jobs: list[NewJob] = []
         add = new_jobs.append
