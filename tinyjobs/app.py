@@ -15,7 +15,7 @@ from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
 from .ids import new_id, new_ids  # noqa: F401 (new_id: importable from here as before)
 from .job import Job
-from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
+from .serialization import DEFAULT_MAX_PAYLOAD, dump_args, dump_many
 from .stores import open_store
 from .stores.base import (
     DEFAULT_ATTEMPTS,
@@ -278,14 +278,18 @@ class App(AsyncCalls):
         tasks = self.tasks
         limit = self.max_payload
         ids = [job_id] * len(items) if job_id is not None else new_ids(len(items))
+        # The batch's JSON in one encoder call when it can be (serialization.dump_many); else,
+        # and for any job it refuses, each job's own (which names what is wrong), in order.
+        batch = dump_many([args for _, args in items], limit) if len(items) > 1 else None
+        payloads: Sequence[str | None] = [None] * len(items) if batch is None else batch
         new_jobs: list[NewJob] = []
         add = new_jobs.append
-        for (name, args), one_id in zip(items, ids, strict=True):
+        for (name, args), one_id, payload in zip(items, ids, payloads, strict=True):
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
             task = tasks.get(name)
             if task is not None:
                 task.check_args(args or {})
-            add(filled(template, one_id, dump_args(args, limit)))
+            add(filled(template, one_id, dump_args(args, limit) if payload is None else payload))
         return new_jobs
 
     def _template(self, name: str, options: dict[str, Any]) -> NewJob:

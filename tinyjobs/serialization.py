@@ -127,6 +127,41 @@ def dump_args(args: dict[str, Any], limit: int = DEFAULT_MAX_PAYLOAD) -> str:
     return _within(_compact(args), limit)
 
 
+def dump_many(many: list[Any], limit: int = DEFAULT_MAX_PAYLOAD) -> list[str] | None:
+    """dump_args's text for each of a batch's arguments, or None when this shortcut does not
+    apply (then call dump_args for each, which refuses the first bad one with its message);
+    never raises. One encoder call for the whole batch instead of one per job.
+
+    It applies when every item is a dict with string keys, the strict encoder takes the list,
+    and each item is one flat object (the text holds exactly one `{` per item): then no
+    string holds a `{`, so `},{` occurs only between two items and splitting on it gives each
+    item's text exactly (checked: tests/unit/test_enqueue_build.py), each within `limit`."""
+    if not many:
+        return []
+    for args in many:
+        if type(args) is not dict:
+            return None
+        for name in args:
+            if type(name) is not str:
+                return None
+    try:
+        text = _strict(many)
+    except (TypeError, ValueError):
+        return None
+    if text.count("{") != len(many):
+        return None  # a nested object, or a `{` inside a string
+    parts = text[2:-2].split("},{")
+    if len(parts) != len(many):  # cannot happen given the count; cheap to be sure
+        return None
+    payloads = ["{" + part + "}" for part in parts]
+    if text.isascii():
+        if max(map(len, payloads)) > limit:
+            return None
+    elif any(len(payload.encode()) > limit for payload in payloads):
+        return None
+    return payloads
+
+
 def _within(text: str, limit: int) -> str:
     """`text`, unless its UTF-8 is over `limit` bytes (PayloadTooLarge)."""
     size = len(text) if text.isascii() else len(text.encode())

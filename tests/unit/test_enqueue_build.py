@@ -108,6 +108,33 @@ def test_without_the_c_encoder_dump_args_still_gives_the_same(args, monkeypatch)
     assert outcome(dump_args, args, 200) == outcome(plain_dump_args, args, 200)
 
 
+@pytest.mark.parametrize("args", CASES, ids=range(len(CASES)))
+def test_dump_many_gives_each_texts_or_none(args):
+    # A batch around each case: dump_many gives what dump_args gives each item when every one
+    # is taken; it never raises, and when it gives None dump_args gives them (or refuses one).
+    batch = [{"a": 1}, args, {"b": "x}", "c": [1, 2]}, {}]
+    made = serialization.dump_many(batch, 200)
+    plain = [outcome(plain_dump_args, item, 200) for item in batch]
+    if made is not None:
+        assert [("text", text) for text in made] == plain
+    else:
+        assert [outcome(dump_args, item, 200) for item in batch] == plain
+    flat = type(args) is dict and all(type(k) is str for k in args) and plain[1][0] == "text"
+    if flat and "{" not in plain[1][1][1:]:
+        assert made is not None  # the shortcut is taken where it can be
+
+
+def test_dump_many_of_mixed_batches_and_edges():
+    assert serialization.dump_many([], 10) == []
+    assert serialization.dump_many([{}, {}], 10) == ["{}", "{}"]
+    assert serialization.dump_many([{"s": "}},"}, {"t": 1}], 100) == ['{"s":"}},"}', '{"t":1}']
+    assert serialization.dump_many([{"s": "},{"}, {"t": 1}], 100) is None  # holds a `{`
+    assert serialization.dump_many([{"s": "a{b"}, {"t": 1}], 100) is None  # a `{` in a string
+    assert serialization.dump_many([{"s": "x" * 20}, {"t": 1}], 20) is None  # over the limit
+    assert serialization.dump_many([{"s": "é" * 9}, {"t": 1}], 22) is None  # 26 bytes, 17 chars
+    assert serialization.dump_many([{"s": "é" * 7}, {"t": 1}], 22) == ['{"s":"' + "é" * 7 + '"}', '{"t":1}']
+
+
 def test_the_strict_encoder_is_the_c_one_here():
     # The shortcut is only a shortcut with the C encoder; CPython has it.
     assert serialization._strict.__name__ == "strict"
