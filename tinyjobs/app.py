@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -14,8 +13,9 @@ from .aio import AsyncCalls
 from .clock import Clock, TimeSource, app_clock
 from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
+from .ids import new_id, new_ids  # noqa: F401 (new_id: importable from here as before)
 from .job import Job
-from .serialization import DEFAULT_MAX_PAYLOAD, dump_args
+from .serialization import DEFAULT_MAX_PAYLOAD, dump_args, dump_many
 from .stores import open_store
 from .stores.base import (
     DEFAULT_ATTEMPTS,
@@ -26,6 +26,7 @@ from .stores.base import (
     NewJob,
     QueuePolicy,
     Store,
+    filled,
 )
 from .task import Task, after_ids, check_signature
 from .urls import mask
@@ -41,6 +42,7 @@ R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///tinyjobs.db"
 MAX_ID_LENGTH = 255
+_NO_OPTIONS: dict[str, Any] = {}  # never written to
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,10 @@ class App(AsyncCalls):
 
     def enqueue(self, task: str, args: dict[str, Any] | None = None, **options: Any) -> Job:
         """Add a job for the task named `task` with keyword arguments `args`."""
-        return self.enqueue_many([(task, args or {})], **options)[0]
+        if options:
+            return self.enqueue_many([(task, args or {})], **options)[0]
+        # The common call (Task.enqueue without options), as enqueue_many without its repacking.
+        return self.store.enqueue(self.new_jobs([(task, args or {})], _NO_OPTIONS), self.clock.store_now())[0]
 
     def enqueue_many(self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any) -> list[Job]:
         """Add many jobs in one atomic round trip; return their Jobs in order. Options apply to
@@ -246,26 +251,45 @@ class App(AsyncCalls):
         return self.store.enqueue(new_jobs, self.clock.store_now(), conn=conn) if new_jobs else []
 
     def new_jobs(self, items: Sequence[tuple[str, dict[str, Any]]], options: dict[str, Any]) -> list[NewJob]:
-        """The NewJobs of an enqueue (sync or async), options checked and arguments in JSON."""
-        unknown = set(options) - {"id", "key", "delay", "at", "after", "group", "priority", "queue"}
-        if unknown:
-            raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
-        if options.get("id") is not None and len(items) > 1:
-            raise ConfigError("id= names one job; give each job its own id with separate enqueues")
-        job_id = options.get("id")
-        if job_id is not None and (not isinstance(job_id, str) or not job_id or len(job_id) > MAX_ID_LENGTH):
-            raise ConfigError(
-                f"id must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {job_id!r}"
-            )
+        """The NewJobs of an enqueue (sync or async), options checked and arguments in JSON.
+        Raises before returning anything when any job is refused (unknown task or option,
+        arguments the handler cannot take or JSON cannot hold, a payload over max_payload).
+
+        Runs once per enqueue call and its loop once per job: what a job's template holds
+        (task, queue, options) is checked once per task name, not once per job; ids come
+        from one draw of random bits for the batch (tinyjobs.ids)."""
+        if not isinstance(items, list | tuple):
+            items = list(items)  # any iterable, as before: the ids are drawn for its length
+        job_id = None
+        if options:
+            unknown = set(options) - {"id", "key", "delay", "at", "after", "group", "priority", "queue"}
+            if unknown:
+                raise ConfigError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
+            job_id = options.get("id")
+            if job_id is not None and len(items) > 1:
+                raise ConfigError("id= names one job; give each job its own id with separate enqueues")
+            bad_id = not isinstance(job_id, str) or not job_id or len(job_id) > MAX_ID_LENGTH
+            if job_id is not None and bad_id:
+                raise ConfigError(
+                    f"id must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {job_id!r}"
+                )
         # Options are checked once per task, not once per job; without options, once per app.
         templates = self._plain if not options else {}
-        new_jobs = []
-        for name, args in items:
+        tasks = self.tasks
+        limit = self.max_payload
+        ids = [job_id] * len(items) if job_id is not None else new_ids(len(items))
+        # The batch's JSON in one encoder call when it can be (serialization.dump_many); else,
+        # and for any job it refuses, each job's own (which names what is wrong), in order.
+        batch = dump_many([args for _, args in items], limit) if len(items) > 1 else None
+        payloads: Sequence[str | None] = [None] * len(items) if batch is None else batch
+        new_jobs: list[NewJob] = []
+        add = new_jobs.append
+        for (name, args), one_id, payload in zip(items, ids, payloads, strict=True):
             template = templates.get(name) or templates.setdefault(name, self._template(name, options))
-            task = self.tasks.get(name)
+            task = tasks.get(name)
             if task is not None:
                 task.check_args(args or {})
-            new_jobs.append(_fill(template, job_id or new_id(), dump_args(args, self.max_payload)))
+            add(filled(template, one_id, dump_args(args, limit) if payload is None else payload))
         return new_jobs
 
     def _template(self, name: str, options: dict[str, Any]) -> NewJob:
@@ -384,30 +408,8 @@ class App(AsyncCalls):
 
 
 def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
-    """The template with its id and payload: dataclasses.replace without its introspection, as
-    this runs once per job of an enqueue_many. Every field of NewJob is copied; a test over
-    dataclasses.fields(NewJob) fails when one is missing here."""
-    return NewJob(
-        id=job_id,
-        task=t.task,
-        queue=t.queue,
-        payload=payload,
-        priority=t.priority,
-        delay=t.delay,
-        at=t.at,
-        key=t.key,
-        group=t.group,
-        after=t.after,
-        max_attempts=t.max_attempts,
-        dedupe=t.dedupe,
-        keep=t.keep,
-    )
-
-
-def new_id() -> str:
-    """A job id that sorts by creation time (milliseconds, then 80 random bits), like UUIDv7:
-    new rows land at the end of the id index instead of dirtying pages all over it."""
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
+    """The template with its id and payload (stores.base.filled, kept under its old name)."""
+    return filled(t, job_id, payload)
 
 
 def _given(options: dict[str, Any], name: str, default: Any) -> Any:

@@ -84,7 +84,19 @@ class Task(Generic[P, R]):
 
     def check_args(self, args: dict[str, Any]) -> None:
         """Raise BadArguments naming the argument when the handler cannot take `args` as its
-        keyword arguments (after the Run): a missing one, or one it has no parameter for."""
+        keyword arguments (after the Run): a missing one, or one it has no parameter for.
+
+        Runs once per job of an enqueue: arguments that fit are told by two set comparisons
+        of the dict's keys (every required name given, and no name the handler lacks unless
+        it takes **kwargs); only arguments that do not fit are spelled out."""
+        accepts = self._accepts
+        if accepts is None:
+            return
+        if type(args) is dict:
+            names, required, open_ended = accepts
+            keys = args.keys()
+            if keys >= required and (open_ended or keys <= names):
+                return
         problems = self.argument_problems(args)
         if problems:
             raise BadArguments(

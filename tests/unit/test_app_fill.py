@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from tinyjobs.app import _fill
-from tinyjobs.stores.base import NewJob
+from tinyjobs.stores.base import NewJob, filled
 
 # A value of each field's type that no default has, so a field left to its default shows.
 SAMPLES: dict[str, object] = {
@@ -30,3 +32,18 @@ def test_fill_copies_every_field_of_newjob():
     filled = _fill(template, "the-id", '{"x": 1}')
 
     assert filled == dataclasses.replace(template, id="the-id", payload='{"x": 1}')
+
+
+def test_filled_builds_what_the_constructor_builds():
+    # stores.base.filled copies the template's instance dict: that holds while NewJob keeps
+    # its __dict__ and has no __post_init__ (nothing derived from the fields it sets).
+    assert not hasattr(NewJob, "__post_init__") and not hasattr(NewJob, "__slots__")
+    template = NewJob(id="", task="t", queue="q", priority=2, after=("a",), key="k")
+    made = filled(template, "the-id", '{"n":1}')
+    built = NewJob(id="the-id", task="t", queue="q", payload='{"n":1}', priority=2, after=("a",), key="k")
+    assert type(made) is NewJob
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert dataclasses.asdict(made) == dataclasses.asdict(built)
+    assert template.id == "" and template.payload == "{}"  # the template is left as it was
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.id = "other"  # type: ignore[misc]

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tinyjobs.job import Job
 from tinyjobs.stores.base import NewJob
 from tinyjobs.stores.postgres.bulk import snapshots
 from tinyjobs.stores.rules import created_snapshot
@@ -28,6 +29,16 @@ def test_each_snapshot_is_the_rules_snapshot():
     assert built == [created_snapshot(job, due, NOW) for job, due in zip(jobs, dues, strict=True)]
     assert [job.state for job in built] == ["waiting", "waiting", "scheduled", "waiting", "waiting"]
     assert built[0].args is not built[2].args  # each job its own dict
+    assert built[0].executions is not built[1].executions  # and its own list
+    assert all(type(job) is Job for job in built)
+    expected = [created_snapshot(job, due, NOW) for job, due in zip(jobs, dues, strict=True)]
+    assert [repr(job) for job in built] == [repr(job) for job in expected]
+
+
+def test_job_is_a_dataclass_snapshots_can_copy():
+    # snapshots copies the instance dict of a Job built by its constructor: that holds while
+    # Job keeps its __dict__ and derives nothing from its fields in a __post_init__.
+    assert not hasattr(Job, "__post_init__") and not hasattr(Job, "__slots__")
 
 
 @pytest.mark.parametrize("payloads", [['{"a":1}', "1,2"], ['{"a":1}', '{"b":'], ['{"a":1}', ""]])

@@ -71,6 +71,26 @@ class NewJob:
     keep: float = DEFAULT_KEEP
 
 
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def filled(template: NewJob, job_id: str, payload: str) -> NewJob:
+    """`dataclasses.replace(template, id=job_id, payload=payload)` at a tenth of its cost, as
+    an enqueue builds one per job: the frozen dataclass's __init__ sets each of the 13 fields
+    through object.__setattr__, where this copies the template's instance dict in one call.
+
+    Equal to what __init__ builds (same fields, values, equality, hash and repr) as long as
+    NewJob keeps its instance __dict__ (no slots) and has no __post_init__;
+    tests/unit/test_app_fill.py holds both."""
+    fields = template.__dict__.copy()
+    fields["id"] = job_id
+    fields["payload"] = payload
+    job = _new_object(NewJob)
+    _set_attribute(job, "__dict__", fields)
+    return job
+
+
 @dataclass(frozen=True)
 class Claimed:
     """A claimed job: the snapshot (state running, `attempts` already counted), the lease token
