@@ -126,6 +126,7 @@ def _become_worker(spec: ChildSpec) -> int:
             drain_timeout=config.drain_timeout,
             max_jobs=spec.max_jobs,
             parent_pid=spec.parent_pid,
+            parent_fd=spec.beat_fd,  # only the supervisor reads it: its death wakes the loop
             on_tick=ticker.tick,
             handle_signals=True,
             reaper=False,  # the supervisor's leader reaps
