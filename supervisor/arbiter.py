@@ -31,7 +31,13 @@ from .notify import Notifier
 from .pool import KILL_GRACE, Pool
 from .signals import SignalQueue
 
-TURN = 0.25  # the loop wakes at least this often
+TURN = 0.25  # while the store cannot be opened, the loop looks at signals this often
+# Otherwise the loop sleeps until the next thing falls due (the leader's tick, a kill, a spawn
+# after backoff, a hung worker's deadline, systemd's next message, a health client's deadline)
+# or an event wakes it (a signal, a worker's report, a health client), and at most this long:
+# a safety net, as every deadline is known. It used to wake every TURN: four turns a second
+# that found nothing to do, in a process the harness counts as worker CPU.
+TURN_AT_MOST = 1.0
 STOP_NOW_GRACE = 3.0  # after SIGQUIT, workers get this long to hand their jobs back
 STORE_RETRY = (0.5, 10.0)
 
@@ -56,7 +62,7 @@ class Arbiter:
         self.store_error: str | None = None  # why the store could not be opened, until it is
         self.pool = Pool(config, self.selector, self._inherited_fds, self.log)
         self._ready_sent = False
-        self._wait = 0.0  # the first turn starts the workers at once; later turns wait TURN
+        self._wait = 0.0  # the first turn starts the workers at once; later ones: _next_wait
         self._next_status = 0.0
         self._next_extend = 0.0
 
@@ -127,7 +133,6 @@ class Arbiter:
 
     def _turn(self) -> None:
         self._poll(self._wait)
-        self._wait = TURN
         self._handle_signals()
         self.pool.reap(self.app, self.stopping is not None)
         now = time.monotonic()
@@ -141,11 +146,23 @@ class Arbiter:
             if self.state == "reloading" and not self.pool.reloading():
                 self.state = "running"
                 self.log.info("supervisor.reloaded", generation=self.pool.generation)
-        if self.leader is not None:
-            self.leader.tick()
+        leader_in = self.leader.tick() if self.leader is not None else TURN_AT_MOST
         self._notify(now)
         if self.health is not None:
             self.health.expire(now)
+        self._wait = self._next_wait(leader_in)
+
+    def _next_wait(self, leader_in: float) -> float:
+        """Seconds until the loop's next turn falls due, at most TURN_AT_MOST: the earliest of
+        the leader's next tick, the pool's deadlines, systemd's next message and a health
+        client's deadline. Everything else (signals, SIGCHLD, a worker's report, a client)
+        wakes the selector by itself."""
+        now = time.monotonic()
+        due = min(now + leader_in, now + TURN_AT_MOST, self.pool.next_due(now, self.stopping is not None))
+        due = min(due, self._notify_due(now))
+        if self.health is not None:
+            due = min(due, self.health.next_deadline())
+        return max(0.0, due - now)
 
     def _poll(self, timeout: float) -> None:
         for key, mask_ in self.selector.select(max(0.0, timeout)):
@@ -220,6 +237,18 @@ class Arbiter:
             self.notifier.status(self._status())
         if now >= self._next_status:
             self._next_status = now + 1.0
+
+    def _notify_due(self, now: float) -> float:
+        """When _notify has something to send next (never, without systemd)."""
+        if not self.notifier.address:
+            return float("inf")
+        if self.stopping is not None:
+            return self._next_extend
+        due = self._next_status
+        watchdog_in = self.notifier.watchdog_due()
+        if watchdog_in is not None:
+            due = min(due, watchdog_in)
+        return due
 
     def _status(self) -> str:
         up = sum(1 for c in self.pool.children.values() if c.booted and not c.retiring)

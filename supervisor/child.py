@@ -20,7 +20,7 @@ from tinyjobs.worker import Worker
 
 from . import signals
 from .config import CHILD_BOOT_ERROR, CHILD_EXIT, EXIT_CRASH, SupervisorConfig
-from .liveness import Beat, HeartbeatReader, HeartbeatWriter
+from .liveness import Beat, HeartbeatReader, HeartbeatWriter, rss_bytes
 
 
 @dataclass
@@ -69,7 +69,8 @@ class Child:
             "finished": self.beat.finished if self.beat else 0,
             "last_heartbeat": round(now - self.last_beat, 3),
             "uptime": round(now - self.spawned, 3),
-            "rss": self.rss,
+            # Polled every second only under --max-memory (Pool.check); otherwise read now.
+            "rss": self.rss if self.max_memory else rss_bytes(self.pid),
         }
 
 
@@ -125,6 +126,7 @@ def _become_worker(spec: ChildSpec) -> int:
             drain_timeout=config.drain_timeout,
             max_jobs=spec.max_jobs,
             parent_pid=spec.parent_pid,
+            parent_fd=spec.beat_fd,  # only the supervisor reads it: its death wakes the loop
             on_tick=ticker.tick,
             handle_signals=True,
             reaper=False,  # the supervisor's leader reaps

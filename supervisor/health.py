@@ -143,6 +143,10 @@ class HealthServer:
         if not client.pending:
             self._drop(client)
 
+    def next_deadline(self) -> float:
+        """The earliest deadline of a client still being answered (inf when none)."""
+        return min((c.deadline for c in self.clients.values()), default=float("inf"))
+
     def expire(self, now: float | None = None) -> None:
         """Close clients past their deadline (slow readers)."""
         now = time.monotonic() if now is None else now

@@ -2,8 +2,11 @@
 store and runs the reaper every second, cron and the retention purge. Every duty is idempotent,
 so correctness never depends on who leads (or on two leading for a moment), only efficiency.
 
-Every supervisor renews (or tries to take) the lease once a second; that call also tells the
-health document whether the store is reachable. The calls go through a StoreGuard: each is
+A supervisor that does not lead tries to take the lease once a second; the leader renews it
+every third of its TTL (a write, and on SQLite and PostgreSQL a commit, that renewing every
+second repeated for nothing: the lease then always has two thirds of its TTL left), and again
+at the first tick after a failed call. Each tick's calls also tell the health document whether
+the store is reachable. The calls go through a StoreGuard: each is
 bounded (the store retries for at most PATIENCE s, so the supervisor's loop is never held long),
 an outage is logged once as it starts and once as it ends, and while the store is away the
 lease is tried again after a backoff (up to 5 s), not every second."""
@@ -40,6 +43,7 @@ class Leader:
         self.last_cron_tick: float | None = None
         self.guard = StoreGuard(log, patience=PATIENCE, backoff=BACKOFF)
         self._next = 0.0
+        self._renew_at = 0.0  # monotonic time the leader renews its lease next
         self.use_app(app)
 
     def use_app(self, app: Runtime) -> None:
@@ -57,13 +61,20 @@ class Leader:
         self._next = now + TICK
         if not self.guard.ready():  # the store is away: the guard's backoff says when to try again
             self.reachable, self.error = self.guard.reachable, self.guard.error
+            self._renew_at = 0.0  # the lease may have run out meanwhile: ask at once when back
             return TICK
-        self._renew()
+        if not self.leading or now >= self._renew_at:
+            self._renew()
+            if self.leading and self.guard.reachable:
+                self._renew_at = now + max(TICK, self.ttl / 3)
         if self.leading:
             with retrying_at_most(PATIENCE):
                 self.reaper.tick()
                 self._tick_cron()
-        return TICK
+            if not self.guard.reachable:
+                self._renew_at = 0.0
+            self.reachable, self.error = self.guard.reachable, self.guard.error
+        return max(0.0, self._next - time.monotonic())
 
     def _renew(self) -> None:
         store, now = self.app.store, self.app.clock.store_now()

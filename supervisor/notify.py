@@ -70,6 +70,10 @@ class Notifier:
         """Give the stop job `seconds` more from now (sent repeatedly while draining)."""
         self.send(EXTEND_TIMEOUT_USEC=int(seconds * 1_000_000))
 
+    def watchdog_due(self) -> float | None:
+        """The monotonic time the next WATCHDOG=1 is due (None without a watchdog)."""
+        return None if self.watchdog_interval is None else self._next_watchdog
+
     def watchdog(self, now: float | None = None) -> float | None:
         """Send WATCHDOG=1 when half the interval passed; returns seconds until the next one
         (None without a watchdog). Call it only from a healthy main loop."""

@@ -138,9 +138,36 @@ class Pool:
 
     # -- watching ----------------------------------------------------------------------------
 
+    def next_due(self, now: float, stopping: bool) -> float:
+        """The monotonic time `check` or `manage` next has something to do, were no event to
+        come before (an exit or a report wakes the supervisor's loop by itself): a SIGKILL
+        due, a worker's heartbeat deadline, a memory check, the end of a crash streak, a
+        spawn after backoff. inf when nothing is pending."""
+        due = float("inf")
+        for child in self.children.values():
+            if child.kill_at is not None:
+                due = min(due, child.kill_at)
+            else:
+                due = min(due, child.last_beat + self.config.heartbeat_timeout + 0.001)
+            if self.crash_streak and child.booted:
+                due = min(due, child.spawned + STABLE_AFTER + 0.001)
+        if self._watch_memory():
+            due = min(due, self._next_memory)
+        if not stopping:
+            for number in range(1, self.config.workers + 1):
+                after = self.spawn_after.get(number, 0.0)
+                if after > now and not self.live(number):
+                    due = min(due, after)
+        return due
+
+    def _watch_memory(self) -> bool:
+        """Whether any worker has a --max-memory to check every MEMORY_EVERY. Without one, a
+        worker's rss is read when the health document asks for it (Child.health), not polled."""
+        return any(c.max_memory for c in self.children.values())
+
     def check(self, now: float, stopping: bool) -> None:
         """Kill the hung and the overdue, recycle the too big, end a crash streak."""
-        memory = now >= self._next_memory
+        memory = now >= self._next_memory and self._watch_memory()
         if memory:
             self._next_memory = now + MEMORY_EVERY
         for child in list(self.children.values()):
@@ -154,7 +181,7 @@ class Pool:
                 child.retiring = child.retiring or "hung"
                 _kill(child.pid, signal.SIGABRT)
                 child.kill_at = now + ABORT_GRACE
-            if memory:
+            if memory and child.booted:  # before its first report its pages are still ours
                 self._check_memory(child, now, stopping)
             if self.crash_streak and child.booted and now - child.spawned > STABLE_AFTER:
                 self.crash_streak = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import queue
 import select
@@ -16,12 +17,29 @@ from typing import Any
 
 
 class Waker:
-    """A self-pipe. `wake()` is safe from any thread and from signal handlers (one write)."""
+    """A self-pipe. `wake()` is safe from any thread and from signal handlers (one write).
+
+    `watch(fd)` adds the write end of a pipe whose reader may go away (a worker's pipe to its
+    supervisor): `wait` then also returns, once, when that reader is gone (the kernel reports
+    POLLERR on the write end of a pipe with no reader left), so a process learns that its
+    parent died without waking up to look."""
 
     def __init__(self) -> None:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        self._poll = select.poll()
+        self._poll.register(self._read, select.POLLIN)
+        self._watched: int | None = None
+        # Set once the watched pipe lost its reader. Read this, not getppid(): a dying parent's
+        # descriptors close before its children are handed to another parent, so a wake-up
+        # for it can come while getppid() still names the parent.
+        self.reader_gone = False
+
+    def watch(self, fd: int) -> None:
+        """Also return from `wait` when the pipe whose write end is `fd` loses its reader."""
+        self._poll.register(fd, 0)  # no event asked: POLLERR and POLLHUP come regardless
+        self._watched = fd
 
     def wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):
@@ -29,17 +47,27 @@ class Waker:
 
     def wait(self, timeout: float) -> bool:
         """Return when woken (True) or after `timeout` seconds (False); consumes pending
-        wake-ups."""
+        wake-ups. A watched pipe that lost its reader counts as a wake-up, once."""
+        # poll takes whole milliseconds: rounded up, so that a wait never ends before its time
+        # (the caller would find nothing due and wait again for less than a millisecond).
         try:
-            readable, _, _ = select.select([self._read], [], [], max(0.0, timeout))
+            events = self._poll.poll(math.ceil(min(max(0.0, timeout), 86400.0) * 1000))
         except InterruptedError:
-            readable = [self._read]
-        if readable:
-            # One read, not a second one to see EAGAIN: a busy loop waits every turn. Were
-            # more than 4096 wake-ups pending, the rest only make the next wait return at once.
-            with contextlib.suppress(BlockingIOError, OSError):
-                os.read(self._read, 4096)
-        return bool(readable)
+            events = [(self._read, select.POLLIN)]
+        woken = False
+        for fd, _ in events:
+            if fd == self._read:
+                # One read, not a second one to see EAGAIN: a busy loop waits every turn. Were
+                # more than 4096 wake-ups pending, the rest only make the next wait return at
+                # once.
+                with contextlib.suppress(BlockingIOError, OSError):
+                    os.read(self._read, 4096)
+            elif fd == self._watched:
+                self._poll.unregister(fd)  # reported once: the caller reads reader_gone
+                self._watched = None
+                self.reader_gone = True
+            woken = True
+        return woken
 
     def close(self) -> None:
         for fd in (self._read, self._write):

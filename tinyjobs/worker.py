@@ -43,9 +43,15 @@ IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they
 # ... unless the store's wait returns when they fall due ("timed") and no queue has a limit
 # (room under a limit comes back with time, and not every store wakes waiters for it): then
 # the clock's claims are a safety net only, and an idle worker on PostgreSQL (a claim costs
-# about 0.5 ms of CPU) or Redis stays under 2 ms of CPU a second.
-TIMED_POLL = 1.0
-WATCH_FOR = 2.0  # the store watcher's wait: it comes back this often to see whether to stop
+# about 0.5 ms of CPU) or Redis stays under 2 ms of CPU a second. Each of its turns costs a
+# cold wake-up too (a few hundred µs on a shared machine, more than the claim's Python): 2 s,
+# as often as a supervised worker reports (supervisor/config.py), and its parent's death
+# wakes it by itself (`parent_fd`), so nothing asks for more.
+TIMED_POLL = 2.0
+# The store watcher's wait: it comes back this often to see whether to stop. Nothing else
+# needs it back (it is a daemon thread: a worker that stops does not wait for it), and each
+# return costs a wake-up (and on PostgreSQL a query for the next due time); 10 s, not 2 s.
+WATCH_FOR = 10.0
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
 
 
@@ -80,7 +86,12 @@ class Worker:
         on_tick: Callable[[Worker], None] | None = None,
         handle_signals: bool = True,
         reaper: bool = True,
+        parent_fd: int | None = None,
     ) -> None:
+        """`parent_pid`: stop at once (orphaned) when the parent process is gone, checked at
+        every turn; `parent_fd`, the write end of a pipe the parent alone reads, wakes the
+        sleeping loop as the parent dies (its read end closes), so that it notices at once
+        (SUP-05), not at its next turn."""
         if slots < 1:
             raise ValueError("slots must be at least 1")
         self.app, self.slots, self.drain_timeout = app, slots, drain_timeout
@@ -105,6 +116,8 @@ class Worker:
         self._claimed_at = float("-inf")
         self._woken = True  # whether the loop's last wait ended by a wake-up (not its timeout)
         self._waker = Waker()
+        if parent_fd is not None:
+            self._waker.watch(parent_fd)
         # The loop's role: whoever holds it may change the worker's state (running, unsettled,
         # the claims). The loop's thread holds it for each turn and sleeps without it; while it
         # sleeps, the store watcher and the first slot thread take it to do the one step a lone
@@ -261,9 +274,11 @@ class Worker:
         return self._woken or self._guard.delay > 0 or now >= self._claimed_at + self._idle_poll - 0.001
 
     def _stopping(self, now: float) -> bool:
-        """True while the worker stops. Notices a dead parent (stop now, SUP-05); on the first
-        turn of a stop, logs it and sets the drain's deadline, which a hard stop brings to now."""
-        if self.parent_pid is not None and os.getppid() != self.parent_pid:
+        """True while the worker stops. Notices a dead parent (stop now, SUP-05: it is gone when
+        the pipe only it reads, `parent_fd`, lost its reader, or another process is our parent
+        now); on the first turn of a stop, logs it and sets the drain's deadline, which a hard
+        stop brings to now."""
+        if self.parent_pid is not None and (self._waker.reader_gone or os.getppid() != self.parent_pid):
             self.reason, self._hard = StopReason.ORPHANED, True
         if self.reason is None:
             return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -156,3 +157,20 @@ def test_an_errand_on_the_only_slot_thread_leaves_it_free_for_the_next_job():
         assert ran == ["tinyjobs-slot-0"]
     finally:
         slots.close()
+
+
+def test_a_watched_pipe_that_loses_its_reader_wakes_the_wait_once():
+    # SUP-05's wake-up: a worker watches the pipe only its supervisor reads; the supervisor's
+    # death closes the read end, and the sleeping loop must wake for it without a timeout.
+    read_end, write_end = os.pipe()
+    waker = Waker()
+    try:
+        waker.watch(write_end)
+        assert waker.wait(0.05) is False and not waker.reader_gone, "a live reader wakes nothing"
+        os.close(read_end)
+        assert waker.wait(60.0) is True, "the reader's end closing woke the wait"
+        assert waker.reader_gone
+        assert waker.wait(0.05) is False, "reported once, not at every wait after"
+    finally:
+        waker.close()
+        os.close(write_end)

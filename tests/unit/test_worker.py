@@ -3,6 +3,7 @@ settles a finished one."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,8 +16,10 @@ from support.workers import worker_thread
 import tinyjobs
 from tinyjobs.execution import answer
 from tinyjobs.job import Job
+from tinyjobs.stop import StopReason
 from tinyjobs.stores.base import Claimed
 from tinyjobs.stores.memory import MemoryStore
+from tinyjobs.worker import Worker
 
 
 @pytest.fixture
@@ -243,3 +246,24 @@ def test_a_lone_job_is_claimed_run_and_settled_by_one_slot_thread_while_the_loop
         loop.join(10)
         app.close()
     assert not loop.is_alive()
+
+
+def test_a_worker_whose_parents_pipe_lost_its_reader_stops_as_orphaned(app):
+    # The supervisor's death closes the read end of the worker's report pipe before the kernel
+    # hands the worker to another parent: the worker leaves on the first, whatever getppid()
+    # still says (here it never changes: the "parent" is this test's own parent).
+    read_end, write_end = os.pipe()
+    worker = Worker(app, slots=1, handle_signals=False, parent_pid=os.getppid(), parent_fd=write_end)
+    outcome: list[StopReason] = []
+    thread = threading.Thread(target=lambda: outcome.append(worker.run()), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: worker._loop_ident is not None, timeout=10, what="the loop to run")
+        assert thread.is_alive()
+        os.close(read_end)
+        thread.join(30)
+        assert outcome == [StopReason.ORPHANED]
+    finally:
+        worker.request_hard_stop()
+        thread.join(10)
+        os.close(write_end)
