@@ -259,12 +259,14 @@ def test_job04_a_lease_is_renewed_while_the_handler_runs(store):
 
     job = long_running.enqueue()
     with worker_thread(app, slots=1):
-        wait_until(lambda: app.get(job.id).state == "running", what="the job to start")
-        deadline = store.now() + 4.5
-        while store.now() < deadline:  # twice the lease: a reaper must find nothing expired
-            assert store.reap() == 0
-            time.sleep(0.1)  # polling inside the deadline above, not a fixed wait
-        finished.set()
+        try:
+            wait_until(lambda: app.get(job.id).state == "running", what="the job to start")
+            deadline = store.now() + 4.5
+            while store.now() < deadline:  # twice the lease: a reaper must find nothing expired
+                assert store.reap() == 0
+                time.sleep(0.1)  # polling inside the deadline above, not a fixed wait
+        finally:
+            finished.set()  # on a failure too: else the worker cannot drain and hides it
         wait_until(lambda: app.get(job.id).state == "done", what="the job to finish")
     assert [e.outcome for e in app.get(job.id).executions] == ["done"]
 
