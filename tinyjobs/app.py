@@ -407,11 +407,6 @@ class App(AsyncCalls):
             self._store = None
 
 
-def _fill(t: NewJob, job_id: str, payload: str) -> NewJob:
-    """The template with its id and payload (stores.base.filled, kept under its old name)."""
-    return filled(t, job_id, payload)
-
-
 def _given(options: dict[str, Any], name: str, default: Any) -> Any:
     """The option's value, or `default` when it is absent or None (the typed signatures of
     Task.enqueue declare None as "not given")."""

@@ -113,15 +113,14 @@ def test_the_url_is_masked_in_repr():
 def test_filling_a_template_keeps_every_field_of_new_job():
     from dataclasses import fields, replace
 
-    from tinyjobs.app import _fill
-    from tinyjobs.stores.base import NewJob
+    from tinyjobs.stores.base import NewJob, filled
 
     template = NewJob(
         id="", task="t", queue="q", payload="{}", priority=3, delay=5.0, at=1.0, key="k", group="g",
         after=("a",), max_attempts=7, dedupe=9.0, keep=11.0,
     )  # fmt: skip
     assert {f.name for f in fields(NewJob)} == {f.name for f in fields(template)}
-    assert _fill(template, "id1", '{"n":1}') == replace(template, id="id1", payload='{"n":1}')
+    assert filled(template, "id1", '{"n":1}') == replace(template, id="id1", payload='{"n":1}')
 
 
 def test_a_task_registered_after_an_enqueue_gets_its_own_settings(app):

@@ -1,4 +1,4 @@
-"""`_fill` copies a NewJob template by hand (it runs once per job): every field must reach the job."""
+"""`filled` copies a NewJob template by hand (it runs once per job): every field must reach the job."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import dataclasses
 
 import pytest
 
-from tinyjobs.app import _fill
 from tinyjobs.stores.base import NewJob, filled
 
 # A value of each field's type that no default has, so a field left to its default shows.
@@ -29,9 +28,9 @@ def test_fill_copies_every_field_of_newjob():
         assert f.default is dataclasses.MISSING or f.default != SAMPLES[kind]
     template = NewJob(**template_values)
 
-    filled = _fill(template, "the-id", '{"x": 1}')
+    made = filled(template, "the-id", '{"x": 1}')
 
-    assert filled == dataclasses.replace(template, id="the-id", payload='{"x": 1}')
+    assert made == dataclasses.replace(template, id="the-id", payload='{"x": 1}')
 
 
 def test_filled_builds_what_the_constructor_builds():
