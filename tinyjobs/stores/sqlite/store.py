@@ -55,8 +55,8 @@ class SQLiteStore(SQLiteViews):
     and never reused across fork."""
 
     # "timed": `wait` also returns by the time the earliest scheduled job of its queues falls
-    # due, so a worker whose queues have no limits claims by the clock once a TIMED_POLL (1 s)
-    # instead of every IDLE_POLL (0.25 s): four claims a second less per idle worker.
+    # due, so a worker whose queues have no limits claims by the clock once a TIMED_POLL (worker.py)
+    # instead of every IDLE_POLL (0.25 s): an idle worker's claims fall from four a second.
     capabilities = frozenset({"transactions", "shared", "timed"})
 
     def __init__(self, target: Target, wake: str | None = None) -> None:
