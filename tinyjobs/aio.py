@@ -9,19 +9,23 @@ and JSON arguments are checked on the loop, before anything is sent."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .job import Job
-from .stores.aio import AsyncStore, async_store
 from .watching import Watching
 
 if TYPE_CHECKING:
     from .clock import Clock
+    from .job import Job
+    from .stores.aio import AsyncStore
     from .stores.base import NewJob, Store
+
+# asyncio and the async stores (tinyjobs/stores/aio.py) are imported by the first coroutine
+# that needs them, not here: every `import tinyjobs` (a web app's, the CLI's, the supervisor's
+# before it forks its workers) went through this module, and asyncio alone is ~20-40 ms of a
+# process's start. A coroutine of this module runs on a loop, so asyncio is loaded by then.
 
 _OPENING = threading.Lock()  # one store per App, whichever thread opens it first
 
@@ -49,6 +53,9 @@ class AsyncCalls:
         """The store's async twin. The first call opens the store in a thread (connecting and
         migrating are blocking calls) so that even that does not stall the loop."""
         if self._astore is None:
+            import asyncio
+
+            from .stores.aio import async_store
 
             def opened() -> Store:
                 with _OPENING:
@@ -101,11 +108,19 @@ class AsyncCalls:
                 yield seen
             if watching.done:
                 return
-            await asyncio.sleep(interval)
+            await _sleep(interval)
 
     async def aclose(self) -> None:
         """Close the async twin's connections of this loop, then the store (in a thread)."""
         astore, self._astore = self._astore, None
         if astore is not None:
             await astore.aclose()
+        import asyncio
+
         await asyncio.to_thread(self.close)
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)

@@ -10,7 +10,6 @@ whose cancellation was requested while it ran ends cancelled unless it is done.
 
 from __future__ import annotations
 
-import asyncio
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -97,6 +96,8 @@ class Attempt:
     async def run_async(self, timeout: float | None) -> Ending | None:
         """Await an async handler, cancelled past `timeout`; its Ending, or None when the
         lease was lost. A cancellation from outside propagates."""
+        import asyncio  # here, not at the top: a sync app's workers never load it (aio.py)
+
         try:
             value = await asyncio.wait_for(self.task.fn(self.run, **self.args), timeout)
         except TimeoutError:

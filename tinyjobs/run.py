@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Callable
@@ -87,6 +86,8 @@ class Run:
         if inspect.isawaitable(value):
             value = await value
         text = dump(value, f"step {name!r}")
+        import asyncio  # here, not at the top: a sync app's processes never load it (aio.py)
+
         await asyncio.to_thread(self._keep, name, text)
         return value
 

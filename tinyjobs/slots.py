@@ -4,7 +4,6 @@ carries finished attempts back to the worker's loop."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
@@ -13,7 +12,10 @@ import select
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class Waker:
@@ -204,6 +206,8 @@ class AsyncSlots:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def submit(self, coro: Coroutine[Any, Any, None]) -> Future[None]:
+        import asyncio  # on the first async job: a sync app's workers never load it (aio.py)
+
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
             threading.Thread(target=self._loop.run_forever, name="tinyjobs-async", daemon=True).start()
