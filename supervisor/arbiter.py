@@ -39,6 +39,13 @@ TURN = 0.25  # while the store cannot be opened, the loop looks at signals this 
 # that found nothing to do, in a process the harness counts as worker CPU.
 TURN_AT_MOST = 1.0
 STOP_NOW_GRACE = 3.0  # after SIGQUIT, workers get this long to hand their jobs back
+# The leader's first tick (taking the lease, a reap, cron) waits until every worker has
+# reported from its first turn (it has claimed), or this long after the store opened: at boot
+# the workers' first claims and the leader's statements ran at once, on this machine's two
+# cores and the store's, and nothing a worker does waits for the leader (the dead holders'
+# leases were ended in _open_store already). A bound, so that workers that never boot do not
+# keep the store untended.
+LEADER_WAITS_AT_MOST = 1.0
 STORE_RETRY = (0.5, 10.0)
 
 
@@ -63,6 +70,7 @@ class Arbiter:
         self.pool = Pool(config, self.selector, self._inherited_fds, self.log)
         self._ready_sent = False
         self._wait = 0.0  # the first turn starts the workers at once; later ones: _next_wait
+        self._leader_from: float | None = None  # until the leader's first tick: see LEADER_WAITS_AT_MOST
         self._next_status = 0.0
         self._next_extend = 0.0
 
@@ -100,9 +108,10 @@ class Arbiter:
             self.health.open()
         if not self._open_store():
             return
-        # Its first tick (the lease, a reap) comes in the first turn, after the workers are
-        # forked: nothing the workers do waits for it, so it need not delay their first claim.
+        # Its first tick (the lease, a reap) comes after the workers are forked and have
+        # claimed (LEADER_WAITS_AT_MOST): nothing they do waits for it.
         self.leader = Leader(self.app, Holder.current().id, self.config.leader_ttl, self.log)
+        self._leader_from = time.monotonic() + LEADER_WAITS_AT_MOST
         self.state = "running"
 
     def _open_store(self) -> bool:
@@ -146,11 +155,21 @@ class Arbiter:
             if self.state == "reloading" and not self.pool.reloading():
                 self.state = "running"
                 self.log.info("supervisor.reloaded", generation=self.pool.generation)
-        leader_in = self.leader.tick() if self.leader is not None else TURN_AT_MOST
+        leader_in = self._lead(now)
         self._notify(now)
         if self.health is not None:
             self.health.expire(now)
         self._wait = self._next_wait(leader_in)
+
+    def _lead(self, now: float) -> float:
+        """The leader's tick when due; seconds until it is useful again."""
+        if self.leader is None:
+            return TURN_AT_MOST
+        if self._leader_from is not None:
+            if now < self._leader_from and not self.pool.all_booted() and self.stopping is None:
+                return self._leader_from - now  # a worker's first report wakes the loop sooner
+            self._leader_from = None
+        return self.leader.tick()
 
     def _next_wait(self, leader_in: float) -> float:
         """Seconds until the loop's next turn falls due, at most TURN_AT_MOST: the earliest of
@@ -303,7 +322,7 @@ class Arbiter:
 
 
 def _version() -> str:
-    """tinyjobs.__version__, which tests/unit/test_version.py holds equal to the installed
+    """tinyjobs.__version__, which tests/unit/test_startup_imports.py holds equal to the installed
     distribution's version: importlib.metadata (its import and the search of sys.path for the
     distribution) cost the supervisor ~15 ms of its start, before the first fork."""
     return __version__

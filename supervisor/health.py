@@ -42,7 +42,7 @@ def judge(doc: dict[str, Any], now: float | None = None) -> dict[str, Any]:
         hard.append("no worker is running")
     store = doc.get("store") or {}
     if store.get("reachable") is None:
-        soft.append("store not asked yet")  # the leader's first tick comes in the first turn
+        soft.append("store not asked yet")  # until the leader's first tick, after the workers' first reports
     elif not store["reachable"]:
         since = store.get("since")
         away = f" for {now - since:.0f} s" if isinstance(since, int | float) else ""

@@ -56,3 +56,14 @@ def test_sup08_cron_fires_once_per_due_time_across_a_leader_change(harness):
     wait_until(lambda: len(harness.marks_of("tick")) >= count + 2, timeout=20, what="more ticks")
     dues = [m["due"] for m in harness.marks_of("tick")]
     assert len(dues) == len(set(dues)), "never twice for one due time"
+
+
+def test_the_leaders_first_tick_waits_for_the_workers_first_reports(harness):
+    # At boot the workers' first claims come first (issue 14's start-up): the leader takes its
+    # lease and reaps once every worker has reported from its first turn (LEADER_WAITS_AT_MOST).
+    sup = harness.start("--workers", "2")
+    sup.wait_ready(2)
+    elected = wait_until(lambda: sup.event("leader.elected"), timeout=10, what="the lease")[0]
+    started = wait_until(lambda: len(s := sup.event("worker.started")) >= 2 and s, timeout=10, what="workers")
+    assert all(s["timestamp"] <= elected["timestamp"] for s in started), (started, elected)
+    assert wait_until(lambda: sup.health()["leader"], timeout=10, what="the health document to say so")
