@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from .stores.base import NewJob, Store
 
 # asyncio and the async stores (tinyjobs/stores/aio.py) are imported by the first coroutine
-# that needs them, not here: every `import tinyjobs` (a web app's, the CLI's, the supervisor's
-# before it forks its workers) went through this module, and asyncio alone is ~20-40 ms of a
-# process's start. A coroutine of this module runs on a loop, so asyncio is loaded by then.
+# that needs them, not here: every `import tinyjobs` (a web app's, the CLI's) went through this
+# module, and asyncio alone is 20-40 ms of a process's start. (The supervisor and its workers
+# load asyncio anyway, through structlog.) A coroutine of this module runs on a loop, so
+# asyncio is loaded by then.
 
 _OPENING = threading.Lock()  # one store per App, whichever thread opens it first
 

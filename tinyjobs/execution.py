@@ -96,7 +96,7 @@ class Attempt:
     async def run_async(self, timeout: float | None) -> Ending | None:
         """Await an async handler, cancelled past `timeout`; its Ending, or None when the
         lease was lost. A cancellation from outside propagates."""
-        import asyncio  # here, not at the top: a sync app's workers never load it (aio.py)
+        import asyncio  # here: `import tinyjobs` alone does not load it (tinyjobs/aio.py says why)
 
         try:
             value = await asyncio.wait_for(self.task.fn(self.run, **self.args), timeout)

@@ -86,7 +86,7 @@ class Run:
         if inspect.isawaitable(value):
             value = await value
         text = dump(value, f"step {name!r}")
-        import asyncio  # here, not at the top: a sync app's processes never load it (aio.py)
+        import asyncio  # here: `import tinyjobs` alone does not load it (tinyjobs/aio.py says why)
 
         await asyncio.to_thread(self._keep, name, text)
         return value

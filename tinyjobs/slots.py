@@ -206,7 +206,7 @@ class AsyncSlots:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def submit(self, coro: Coroutine[Any, Any, None]) -> Future[None]:
-        import asyncio  # on the first async job: a sync app's workers never load it (aio.py)
+        import asyncio  # here: `import tinyjobs` alone does not load it (tinyjobs/aio.py says why)
 
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
