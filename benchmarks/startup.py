@@ -9,8 +9,11 @@ worker.spawned, ...), relative to the spawn. Trees alternate run by run, stores 
 
     python benchmarks/startup.py --py A=/work/main/.venv/bin/python --py B=.venv/bin/python \\
         --stores sqlite,redis,postgres --rounds 5
-Store URLs: --sqlite (a file in --tmp, fresh per run), --redis, --postgres (flushed or emptied
-per run). Output: one JSON line per run on --out, then medians and ranges per store and tree.
+Store URLs: --sqlite (a file in a temporary directory, fresh per run), --redis (default a
+server of its own on 6450: `redis-server --port 6450 --appendonly yes --appendfsync everysec`),
+--postgres (default database startup_bench: `CREATE DATABASE startup_bench`); Redis is flushed
+and the database's public schema dropped before each run, so never point them at the tests'.
+Output: one JSON line per run on --out, then medians and ranges per store and tree.
 """
 
 from __future__ import annotations
