@@ -24,7 +24,8 @@ def claim_jobs(
     now: float,
 ) -> Taken:
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
-    `queues`, each queue within its limits, and lease them. The snapshots are built by
+    `queues`, each queue within its limits, and lease them (the lease's holder, start and
+    attempt on the job's row are the running attempt's record until it ends). The snapshots are built by
     `claimed` once the transaction has committed: decoding payloads need not hold the
     file's write lock, which every other worker is waiting for."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
@@ -55,10 +56,8 @@ def claim_jobs(
         lease = queues[name].lease
         params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
         rows.extend(cur.execute(Q["claim"], params).fetchall())
-    seqs_text = as_json(row[SEQ] for row in rows)
-    conn.execute(
-        Q["claim_execution"], {"seqs": seqs_text, "host": holder.hostname, "pid": holder.pid, "now": now}
-    )
+    # No execution row here: the job's row describes the running attempt (attempts, started_at,
+    # holder) and its execution is written once, when the attempt ends (migration 5).
     steps: dict[int, dict[str, str]] = {}
     stepped = [row[SEQ] for row in rows if row[HAS_STEPS]]  # the jobs that kept steps
     if stepped:

@@ -6,6 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
+from tinyjobs.holder import Holder
 from tinyjobs.job import CANCELLED, RUNNING, Execution, Job
 from tinyjobs.stores.base import NewJob
 from tinyjobs.stores.rules import expires_at, reported_state
@@ -132,6 +133,21 @@ def to_execution(row: sqlite3.Row) -> Execution:
         ended_at=row["ended_at"],
         outcome=row["outcome"],
         error=row["error"],
+    )
+
+
+def running_execution(row: sqlite3.Row) -> Execution:
+    """The execution of the attempt running on a job's row (it has no executions row until it
+    ends: migration 5): its attempt, its holder's host and pid, its start."""
+    holder = Holder.parse(row["holder"])
+    return Execution(
+        attempt=row["attempts"],
+        host=holder.hostname,
+        pid=holder.pid,
+        started_at=row["started_at"],
+        ended_at=None,
+        outcome=None,
+        error=None,
     )
 
 
