@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
-from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job
+from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job, ints_json
 
 # The claim statement's rows (by position: queries.sql, `claim`), the steps of those jobs, and
 # the queues where due jobs were left behind because `limit` was reached (the store passes a
@@ -54,14 +54,14 @@ def claim_jobs(
     cur.row_factory = None  # plain tuples, read by position (rows.claimed_job)
     for name, seqs in by_queue.items():
         lease = queues[name].lease
-        params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
+        params = {"now": now, "lease": lease, "holder": holder.id, "seqs": ints_json(seqs)}
         rows.extend(cur.execute(Q["claim"], params).fetchall())
     # No execution row here: the job's row describes the running attempt (attempts, started_at,
     # holder) and its execution is written once, when the attempt ends (migration 5).
     steps: dict[int, dict[str, str]] = {}
     stepped = [row[SEQ] for row in rows if row[HAS_STEPS]]  # the jobs that kept steps
     if stepped:
-        for seq, step, value in conn.execute(Q["claim_steps"], (as_json(stepped),)):
+        for seq, step, value in conn.execute(Q["claim_steps"], (ints_json(stepped),)):
             steps.setdefault(seq, {})[step] = value
     return rows, steps, more
 

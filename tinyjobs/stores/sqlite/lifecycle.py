@@ -14,7 +14,7 @@ from tinyjobs.job import CANCELLED, DONE, FAILED, bound_error
 from tinyjobs.stores import rules
 from tinyjobs.stores.base import Settlement
 
-from .rows import Q, as_json
+from .rows import Q, as_json, ints_json
 
 # Either a Connection or a Cursor: both have execute/executemany.
 Executor = Any
@@ -166,10 +166,10 @@ def settle_done_batch(
         ]
         cur = db.executemany(Q["record_execution"], executions)
         if cur.rowcount != len(rows):  # some attempts had an older version's open row
-            db.execute(Q["settle_close_done"], {"seqs": json.dumps([row[0] for row in rows]), "now": now})
+            db.execute(Q["settle_close_done"], {"seqs": ints_json(row[0] for row in rows), "now": now})
         parents = [row[0] for row in rows if row[2]]
         if parents:
-            params = {"seqs": json.dumps(parents), "now": now}
+            params = {"seqs": ints_json(parents), "now": now}
             released = {r[0] for r in db.execute(Q["settle_release_done"], params)}
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
     return {(row[1], token_of[row[1]]) for row in rows}, {row[3] for row in rows}, released

@@ -247,12 +247,15 @@ DELETE FROM leaders WHERE name = ? AND holder = ?
 -- their token and whose cancellation was not asked for. The rest go one by one (settle_one).
 -- `holder` stays on the row (it is read only with state = 'running'): the RETURNING columns
 -- after the fourth are the ended attempt's, for its execution row (record_execution).
+-- Each job is found by its token in jobs_running (the index whose entry this update takes out
+-- anyway), not by its id: the id's index is not read at all, two pages fewer per settlement
+-- after another connection's commit has emptied this one's page cache.
 WITH s AS (
     SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
            json_extract(value, '$[2]') AS result
     FROM json_each(:batch)
 )
-UPDATE jobs SET
+UPDATE jobs INDEXED BY jobs_running SET
     state = 'done', result = s.result, error = NULL, finished_at = :now,
     expires_at = :now + jobs.dedupe,
     token = NULL, lease_expires = NULL, lease_seconds = NULL
