@@ -114,7 +114,7 @@ def main() -> None:
     print(f"{done} jobs at {args.rate:g}/s; thread CPU per call, us: median (quartiles)")
     for name, values in calls.items():
         print(f"  {name:<20} {quart(values)}")
-    total = [sum(v) for v in zip(*calls.values())]
+    total = [sum(v) for v in zip(*calls.values(), strict=True)]
     print(f"  {'total':<20} {quart(total)}")
     if spans:
         print("per statement (until the next one starts; the last one until the call returns):")
