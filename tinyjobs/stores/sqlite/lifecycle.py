@@ -158,15 +158,18 @@ def settle_done_batch(
     rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
     released: set[str] = set()
     if rows:
-        # The attempts' execution rows, written once (record_execution's statement; the job's
-        # row still holds the attempt: its holder is left there by settle_done).
+        # The attempts' execution rows, written once (the job's row still holds the attempt:
+        # settle_done leaves its holder there); an attempt an older version claimed has an
+        # open row instead, which is closed.
         executions = [
             (seq, attempt, *holder_parts(holder), started, now, DONE, None, queue, group)
-            for seq, _, _, queue, attempt, started, holder, group in rows
+            for seq, _, _, queue, attempt, started, holder, group, has_open in rows
+            if not has_open
         ]
-        cur = db.executemany(Q["record_execution"], executions)
-        if cur.rowcount != len(rows):  # some attempts had an older version's open row
-            db.execute(Q["settle_close_done"], {"seqs": ints_json(row[0] for row in rows), "now": now})
+        db.executemany(Q["insert_execution"], executions)
+        if len(executions) != len(rows):
+            opened = ints_json(row[0] for row in rows if row[8])
+            db.execute(Q["settle_close_done"], {"seqs": opened, "now": now})
         parents = [row[0] for row in rows if row[2]]
         if parents:
             params = {"seqs": ints_json(parents), "now": now}
