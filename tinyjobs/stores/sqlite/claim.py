@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import Claimed, QueuePolicy
 
-from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job
+from .rows import DUE, HAS_STEPS, LEASE_SECONDS, PRIORITY, SEQ, TOKEN, Q, as_json, claimed_job, ints_json
 
 # The claim statement's rows (by position: queries.sql, `claim`), the steps of those jobs, and
 # the queues where due jobs were left behind because `limit` was reached (the store passes a
@@ -24,7 +24,8 @@ def claim_jobs(
     now: float,
 ) -> Taken:
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
-    `queues`, each queue within its limits, and lease them. The snapshots are built by
+    `queues`, each queue within its limits, and lease them (the lease's holder, start and
+    attempt on the job's row are the running attempt's record until it ends). The snapshots are built by
     `claimed` once the transaction has committed: decoding payloads need not hold the
     file's write lock, which every other worker is waiting for."""
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
@@ -53,16 +54,14 @@ def claim_jobs(
     cur.row_factory = None  # plain tuples, read by position (rows.claimed_job)
     for name, seqs in by_queue.items():
         lease = queues[name].lease
-        params = {"now": now, "lease": lease, "holder": holder.id, "seqs": as_json(seqs)}
+        params = {"now": now, "lease": lease, "holder": holder.id, "seqs": ints_json(seqs)}
         rows.extend(cur.execute(Q["claim"], params).fetchall())
-    seqs_text = as_json(row[SEQ] for row in rows)
-    conn.execute(
-        Q["claim_execution"], {"seqs": seqs_text, "host": holder.hostname, "pid": holder.pid, "now": now}
-    )
+    # No execution row here: the job's row describes the running attempt (attempts, started_at,
+    # holder) and its execution is written once, when the attempt ends (migration 5).
     steps: dict[int, dict[str, str]] = {}
     stepped = [row[SEQ] for row in rows if row[HAS_STEPS]]  # the jobs that kept steps
     if stepped:
-        for seq, step, value in conn.execute(Q["claim_steps"], (as_json(stepped),)):
+        for seq, step, value in conn.execute(Q["claim_steps"], (ints_json(stepped),)):
             steps.setdefault(seq, {})[step] = value
     return rows, steps, more
 

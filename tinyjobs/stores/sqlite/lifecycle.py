@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
+from tinyjobs.holder import Holder
 from tinyjobs.job import CANCELLED, DONE, FAILED, bound_error
 from tinyjobs.stores import rules
 from tinyjobs.stores.base import Settlement
 
-from .rows import Q, as_json
+from .rows import Q, as_json, ints_json
 
 # Either a Connection or a Cursor: both have execute/executemany.
 Executor = Any
@@ -73,14 +75,29 @@ def requeue(db: Executor, row: sqlite3.Row, due: float, give_back: int, error: s
     db.execute(Q["requeue_job"], {"due": due, "give_back": give_back, "error": error, "seq": row["seq"]})
 
 
-def close_execution(db: Executor, seq: int, outcome: str, error: str | None, now: float) -> None:
-    db.execute(Q["close_execution"], {"now": now, "outcome": outcome, "error": error, "seq": seq})
+@lru_cache(maxsize=256)
+def holder_parts(holder: str) -> tuple[str, int]:
+    """(host, pid) of an execution, from the holder id on the job's row ("<host>|<pid>|<start>",
+    Holder.id). Cached: a worker's jobs all carry the same few holders."""
+    parsed = Holder.parse(holder)
+    return parsed.hostname, parsed.pid
+
+
+def record_execution(db: Executor, row: sqlite3.Row, outcome: str, error: str | None, now: float) -> None:
+    """Write the ended execution of the attempt running on `row` (the job's row as it was
+    before its lease ended: attempts, started_at and holder describe the attempt). An attempt
+    an older version claimed has an open row already: that row is closed instead."""
+    host, pid = holder_parts(row["holder"])
+    params = (row["seq"], row["attempts"], host, pid, row["started_at"], now, outcome, error)
+    if db.execute(Q["record_execution"], (*params, row["queue"], row["grp"])).rowcount == 0:
+        params_old = {"now": now, "outcome": outcome, "error": error, "seq": row["seq"]}
+        db.execute(Q["close_execution"], params_old)
 
 
 def end_lease(db: Executor, row: sqlite3.Row, outcome: str, now: float) -> None:
     """End a lease nobody will settle ("lease expired" or "worker lost"): the job is cancelled
     if that was asked, fails when it used its attempts, else waits again with its due time."""
-    close_execution(db, row["seq"], outcome, None, now)
+    record_execution(db, row, outcome, None, now)
     cancel = bool(row["cancel_requested"])
     state, error = rules.lease_ended(outcome, cancel, row["attempts"], row["max_attempts"])
     if state == rules.PENDING:
@@ -106,7 +123,7 @@ def settle_one(
     cancel = bool(row["cancel_requested"])
     state = rules.settled_state(outcome, cancel, row["attempts"], row["max_attempts"])
     recorded = rules.execution_outcome(outcome, settlement.execution, cancel)
-    close_execution(db, row["seq"], recorded, error, now)
+    record_execution(db, row, recorded, error, now)
     if state == CANCELLED:
         finish(db, row, CANCELLED, now, error=rules.CANCELLED_WHILE_RUNNING)
     elif state == DONE:
@@ -129,7 +146,9 @@ def settle_one(
 def settle_done_batch(
     db: Executor, settlements: Sequence[Settlement], now: float
 ) -> tuple[set[tuple[str, str]], set[str], set[str]]:
-    """Apply the done settlements of a batch in three statements, whatever its size; returns
+    """Apply the done settlements of a batch: one statement for the jobs, one for their
+    executions (prepared once, stepped per job), one for released dependents when any of the
+    jobs has them; returns
     the (job id, token) pairs applied, the queues of those jobs, and the queues of the
     dependents that released (claimable now: the store wakes them). Those left out (a lost
     lease, a cancellation asked for) are for settle_one, which tells them apart."""
@@ -139,10 +158,21 @@ def settle_done_batch(
     rows = db.execute(Q["settle_done"], {"batch": json.dumps(done), "now": now}).fetchall()
     released: set[str] = set()
     if rows:
-        db.execute(Q["settle_close_done"], {"seqs": json.dumps([row[0] for row in rows]), "now": now})
+        # The attempts' execution rows, written once (the job's row still holds the attempt:
+        # settle_done leaves its holder there); an attempt an older version claimed has an
+        # open row instead, which is closed.
+        executions = [
+            (seq, attempt, *holder_parts(holder), started, now, DONE, None, queue, group)
+            for seq, _, _, queue, attempt, started, holder, group, has_open in rows
+            if not has_open
+        ]
+        db.executemany(Q["insert_execution"], executions)
+        if len(executions) != len(rows):
+            opened = ints_json(row[0] for row in rows if row[8])
+            db.execute(Q["settle_close_done"], {"seqs": opened, "now": now})
         parents = [row[0] for row in rows if row[2]]
         if parents:
-            params = {"seqs": json.dumps(parents), "now": now}
+            params = {"seqs": ints_json(parents), "now": now}
             released = {r[0] for r in db.execute(Q["settle_release_done"], params)}
     token_of = {job_id: token for job_id, token, _ in done}  # ids of one batch are distinct jobs
     return {(row[1], token_of[row[1]]) for row in rows}, {row[3] for row in rows}, released

@@ -74,17 +74,10 @@ RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, 
           started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
           lease_seconds, EXISTS (SELECT 1 FROM steps WHERE steps.job_seq = jobs.seq) AS has_steps
 
--- name: claim_execution
--- One statement for the batch (an executemany binds and steps once per row); the json_each
--- rows drive (CROSS JOIN keeps that order), each job found by its seq. A join, not
--- `seq IN (SELECT ...)`, which would build an ephemeral index of the list first.
-INSERT INTO executions (job_seq, attempt, host, pid, started_at, queue, grp)
-SELECT seq, attempts, :host, :pid, :now, queue, grp
-FROM json_each(:seqs) AS claimed CROSS JOIN jobs ON jobs.seq = claimed.value
-
 -- name: claim_steps
 -- Run for the claimed jobs that have steps (the claim's last column says which). A join driven
--- by the list, as claim_execution: no ephemeral index of it.
+-- by the list (CROSS JOIN keeps that order), each job's steps found by its seq: not
+-- `job_seq IN (SELECT ...)`, which would build an ephemeral index of the list first.
 SELECT steps.job_seq, steps.name, steps.value
 FROM json_each(?) AS claimed CROSS JOIN steps ON steps.job_seq = claimed.value
 
@@ -97,11 +90,23 @@ WHERE state = 'running' AND queue = ? AND grp IS NOT NULL
 GROUP BY grp
 
 -- name: claim_starts
-SELECT count(*) FROM executions WHERE queue = :queue AND started_at > :since AND started_at <= :now
+-- Attempts started in the window: the ended ones on record, and the running ones from their
+-- jobs' rows (no execution row until the attempt ends: migration 5). An attempt an older
+-- version claimed has both and counts twice: the safe direction (fewer starts let through).
+SELECT (SELECT count(*) FROM executions
+        WHERE queue = :queue AND started_at > :since AND started_at <= :now)
+     + (SELECT count(*) FROM jobs INDEXED BY jobs_running
+        WHERE state = 'running' AND queue = :queue AND started_at > :since AND started_at <= :now)
 
 -- name: claim_starts_groups
-SELECT grp, count(*) FROM executions
-WHERE queue = :queue AND started_at > :since AND started_at <= :now AND grp IS NOT NULL
+SELECT grp, count(*) FROM (
+    SELECT grp FROM executions
+    WHERE queue = :queue AND started_at > :since AND started_at <= :now AND grp IS NOT NULL
+    UNION ALL
+    SELECT grp FROM jobs INDEXED BY jobs_running
+    WHERE state = 'running' AND queue = :queue AND started_at > :since AND started_at <= :now
+      AND grp IS NOT NULL
+)
 GROUP BY grp
 
 -- name: renew
@@ -130,7 +135,24 @@ UPDATE jobs SET
     token = NULL, lease_expires = NULL, lease_seconds = NULL, holder = NULL
 WHERE seq = :seq
 
+-- name: record_execution
+-- An attempt's execution, written once when it ends (migration 5): ?1 job seq, ?2 attempt,
+-- ?3 host, ?4 pid, ?5 started_at, ?6 ended_at, ?7 outcome, ?8 error, ?9 queue, ?10 group.
+-- Not when the attempt has an open row of its own (an older version's claim wrote one): the
+-- caller closes that row instead (close_execution), when this inserted nothing.
+INSERT INTO executions (job_seq, attempt, host, pid, started_at, ended_at, outcome, error, queue, grp)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+WHERE NOT EXISTS (SELECT 1 FROM executions WHERE job_seq = ?1 AND ended_at IS NULL)
+
+-- name: insert_execution
+-- record_execution where the caller knows the attempt has no open row (settle_done says so):
+-- VALUES, not a SELECT that reads executions, which SQLite would first copy into an ephemeral
+-- table (the target table is read: measured, about 5 % of a batch's instructions).
+INSERT INTO executions (job_seq, attempt, host, pid, started_at, ended_at, outcome, error, queue, grp)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
 -- name: close_execution
+-- An open execution row an older version's claim wrote (see record_execution).
 UPDATE executions SET ended_at = :now, outcome = :outcome, error = :error
 WHERE job_seq = :seq AND ended_at IS NULL
 
@@ -230,21 +252,31 @@ DELETE FROM leaders WHERE name = ? AND holder = ?
 -- name: settle_done
 -- The common case of a batch, in one statement: done settlements whose job is still held by
 -- their token and whose cancellation was not asked for. The rest go one by one (settle_one).
+-- `holder` stays on the row (it is read only with state = 'running'): the RETURNING columns
+-- after the fourth are the ended attempt's, for its execution row (insert_execution), and
+-- whether it has an open row instead (an older version's claim: settle_close_done ends it).
+-- Each job is found by its token in jobs_running (the index whose entry this update takes out
+-- anyway), not by its id: the id's index is not read at all, two pages fewer per settlement
+-- after another connection's commit has emptied this one's page cache.
 WITH s AS (
     SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
            json_extract(value, '$[2]') AS result
     FROM json_each(:batch)
 )
-UPDATE jobs SET
+UPDATE jobs INDEXED BY jobs_running SET
     state = 'done', result = s.result, error = NULL, finished_at = :now,
     expires_at = :now + jobs.dedupe,
-    token = NULL, lease_expires = NULL, lease_seconds = NULL, holder = NULL
+    token = NULL, lease_expires = NULL, lease_seconds = NULL
 FROM s
 WHERE jobs.id = s.id AND jobs.token = s.token AND jobs.state = 'running'
   AND jobs.cancel_requested = 0
-RETURNING jobs.seq, jobs.id, EXISTS (SELECT 1 FROM deps WHERE deps.parent_seq = jobs.seq), jobs.queue
+RETURNING jobs.seq, jobs.id, EXISTS (SELECT 1 FROM deps WHERE deps.parent_seq = jobs.seq), jobs.queue,
+          jobs.attempts, jobs.started_at, jobs.holder, jobs.grp,
+          EXISTS (SELECT 1 FROM executions e WHERE e.job_seq = jobs.seq AND e.ended_at IS NULL)
 
 -- name: settle_close_done
+-- The open execution rows of done jobs whose attempt an older version claimed (see
+-- record_execution): run only when settle_done found some.
 UPDATE executions SET ended_at = :now, outcome = 'done', error = NULL
 WHERE ended_at IS NULL AND job_seq IN (SELECT value FROM json_each(:seqs))
 

@@ -311,3 +311,24 @@ WHEN old.ended_at IS NULL AND new.ended_at IS NOT NULL BEGIN
     INSERT INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 1)
     ON CONFLICT (minute, outcome) DO UPDATE SET n = n + 1;
 END;
+
+-- migration: 5
+-- The execution row written once, when the attempt ends (issue 14), as the PostgreSQL store's
+-- m006: the claim no longer inserts an open row that the settlement then updates. While an
+-- attempt runs the job's row describes it (attempts, started_at, holder: "<host>|<pid>|<start>");
+-- the settlement, the reaper and end_leases insert the ended row (lifecycle.record_execution),
+-- so every insert now fires exec_stats_insert: the same rollups by one upsert each, as
+-- migration 4 made exec_stats_end (INSERT OR IGNORE then UPDATE sought each row twice).
+-- Open rows written by an older version's claim (running at upgrade time, or a worker of the
+-- older version still running) stay: the settlement closes such a row instead of inserting one,
+-- `executions` shows it instead of the job's row, and a rate limit counts that attempt twice
+-- (fewer starts let through, never more). Not handled: an older reaper ending a lease a newer
+-- worker took finds no open row to close, and that attempt goes unrecorded.
+DROP TRIGGER exec_stats_insert;
+CREATE TRIGGER exec_stats_insert AFTER INSERT ON executions WHEN new.ended_at IS NOT NULL BEGIN
+    INSERT INTO exec_stats (queue, outcome, upto, n, seconds)
+    VALUES (new.queue, new.outcome, new.upto, 1, new.seconds)
+    ON CONFLICT (queue, outcome, upto) DO UPDATE SET n = n + 1, seconds = seconds + excluded.seconds;
+    INSERT INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 1)
+    ON CONFLICT (minute, outcome) DO UPDATE SET n = n + 1;
+END;

@@ -25,7 +25,7 @@ from .enqueue import due_of, enqueue_batch
 from .filesystem import why_unwritable
 from .lifecycle import cancel_dependents, delete_jobs, end_lease, settle_done_batch, settle_one
 from .pool import Pool
-from .rows import Q, as_json, to_execution, to_job
+from .rows import Q, as_json, running_execution, to_execution, to_job
 from .views import SQLiteViews
 
 # With the wake-up channels (channels.py), a waiter sleeps in the kernel until a token comes,
@@ -412,6 +412,10 @@ class SQLiteStore(SQLiteViews):
             if executions:
                 rows = db.execute(Q["executions"], (row["seq"],)).fetchall()
                 job.executions = [to_execution(r) for r in rows]
+                if row["state"] == RUNNING and all(e.ended_at is not None for e in job.executions):
+                    # The running attempt has no row until it ends (migration 5): its job's
+                    # row says the same (an older version's claim wrote an open row instead).
+                    job.executions.append(running_execution(row))
         return job
 
     def jobs(
