@@ -263,20 +263,24 @@ def test_head_and_static_files(client) -> None:
 
 
 def test_a_page_the_bounded_search_did_not_fill_says_so_and_goes_on(app, client, monkeypatch) -> None:
-    """SQLite and Redis read a bounded window of jobs per filtered page (here made 5 wide): a
-    match older than the window is on a later page, and the short page says why it is short."""
+    """SQLite, PostgreSQL and Redis read a bounded window of jobs per filtered page (here made 5
+    wide): a match older than the window is on a later page, and the short page says why."""
     scheme = app.store.url.split(":", 1)[0]
     if scheme == "sqlite":
         from tinyjobs.stores.sqlite import views
 
         monkeypatch.setattr(views, "WINDOW", 5)
+    elif scheme.startswith("postgres"):
+        from tinyjobs.stores.postgres import views as postgres_views
+
+        monkeypatch.setattr(postgres_views, "WINDOW", 5)
     elif scheme == "redis":
         from tinyjobs.stores.redis import views as redis_views
 
         monkeypatch.setattr(redis_views, "BROWSE_BUDGET", 5)
         monkeypatch.setattr(redis_views, "BROWSE_WINDOW", 5)
     else:
-        pytest.skip("PostgreSQL and memory read until the page is full")
+        pytest.skip("memory reads until the page is full")
     old = app.enqueue("report", {"day": "needle"})
     for i in range(12):
         app.enqueue("send", {"to": f"u{i}"})

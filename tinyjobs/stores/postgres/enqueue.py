@@ -22,7 +22,7 @@ from ..base import NewJob
 from ..rules import STORED_LIVE, created_snapshot, initial_state, unknown_parent
 from .oneflush import Param, Prepared, exchange
 from .rows import AFTER_IDS, ID, KEY, QUEUE, STATE, tail, to_job
-from .sqlfiles import blocks, compose
+from .sqlfiles import blocks, compose, without_comments
 from .steps import Steps, drive
 
 # The columns `enqueue` and `enqueue_one` return after COLUMNS, and those of `enqueue_existing`.
@@ -208,15 +208,9 @@ def wire(schema: str) -> dict[str, Prepared]:
     """The statements of enqueue.sql composed for `schema`, ready for oneflush.exchange."""
     types = {"enqueue_one": _ONE_TYPES, "wake_one": (TEXT, TEXT)}
     return {
-        name: Prepared(_without_comments(compose(text, schema)), types.get(name, ()))
+        name: Prepared(without_comments(compose(text, schema)), types.get(name, ()))
         for name, text in blocks("enqueue.sql").items()
     }
-
-
-def _without_comments(text: str) -> str:
-    """`text` without its whole-line comments (they would be sent, and shown by
-    pg_stat_statements, with the statement)."""
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 
 
 def enqueue_one(

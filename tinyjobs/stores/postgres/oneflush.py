@@ -8,7 +8,8 @@ the server's backend, with psycopg's per-statement work around each (one write i
 Here the statements are queued in libpq's
 buffer and leave with the Sync in one write; the server answers them all, and the client waits
 once. What a statement needs from the client is given as text (str, int and float; repr of a
-float reads back exactly), results come back in binary.
+float reads back exactly) or, as bytes, in binary format (packed.py's arrays: the worker's
+cycle, cycle.py); results come back in binary.
 
 Each statement is prepared once per connection (`Prepared`: its Parse leaves in the same
 write as its first use), so the server plans it once per session, as psycopg's automatic
@@ -29,7 +30,7 @@ from psycopg import errors as pgerrors
 from psycopg import pq
 from psycopg.waiting import Ready, Wait
 
-Param = str | int | float | None
+Param = str | int | float | bytes | None  # bytes: a value in binary format (packed.py's arrays)
 
 _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
 _SYNC = pq.ExecStatus.PIPELINE_SYNC
@@ -63,16 +64,16 @@ def exchange(conn: psycopg.Connection, statements: Sequence[tuple[Prepared, Sequ
     rolls it back). The connection is idle (autocommit, no psycopg pipeline) before and after."""
     pgconn = conn.pgconn
     known = _prepared.setdefault(conn, set())
-    encoded = [(stmt, [_text(p) for p in params]) for stmt, params in statements]
+    encoded = [(stmt, [_text(p) for p in params], _formats(params)) for stmt, params in statements]
     parsing: list[bytes | None] = []  # per reply owed: the name a Parse prepares, None for a statement
     synced = False
     pgconn.enter_pipeline_mode()
     try:
-        for stmt, values in encoded:
+        for stmt, values, formats in encoded:
             if stmt.name not in known and stmt.name not in parsing:
                 pgconn.send_prepare(stmt.name, stmt.sql, stmt.types)
                 parsing.append(stmt.name)
-            pgconn.send_query_prepared(stmt.name, values, result_format=_BINARY)
+            pgconn.send_query_prepared(stmt.name, values, param_formats=formats, result_format=_BINARY)
             parsing.append(None)
         pgconn.pipeline_sync()
         synced = True
@@ -110,9 +111,16 @@ def _drain(conn: psycopg.Connection, synced: bool) -> None:
         pgconn.finish()
 
 
-def _text(value: Param) -> bytes | None:
-    if value is None:
+def _formats(params: Sequence[Param]) -> list[int] | None:
+    """The parameters' formats: binary for bytes, text for the rest (None: all text)."""
+    if not any(type(p) is bytes for p in params):
         return None
+    return [1 if type(p) is bytes else 0 for p in params]
+
+
+def _text(value: Param) -> bytes | None:
+    if value is None or type(value) is bytes:
+        return value  # type: ignore[return-value]
     if isinstance(value, str):
         if "\x00" in value:  # libpq reads a text parameter up to its first NUL: refuse it
             raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")

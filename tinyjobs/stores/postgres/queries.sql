@@ -738,15 +738,20 @@ SELECT queue FROM {paused} ORDER BY queue
 
 -- name: browse
 -- views.py replaces the marker below with fixed conditions of the browse_* blocks, so that the
--- planner walks the index that matches the filters given.
+-- planner walks the index that matches the filters given. Newest first is seq descending (the
+-- enqueue order, m009): jobs_seq, or jobs_browse_rare for a rare state.
 WITH t AS (SELECT COALESCE(%(now)s::float8, extract(epoch FROM now())::float8) AS now)
 SELECT {cols}, t.now FROM {jobs}, t
-WHERE TRUE /*filters*/
-ORDER BY created_at DESC, id COLLATE "C" DESC
+WHERE seq < %(after)s::bigint /*filters*/
+ORDER BY seq DESC
 LIMIT %(limit)s
 
--- name: browse_after
-(created_at, id COLLATE "C") < (%(after_at)s::float8, %(after_id)s::text COLLATE "C")
+-- name: browse_ends
+-- Each subquery reads one end of jobs_seq.
+SELECT COALESCE((SELECT min(seq) FROM {jobs}), 0), COALESCE((SELECT max(seq) FROM {jobs}), 0)
+
+-- name: browse_window
+seq >= %(floor)s::bigint
 
 -- name: browse_state
 state = %(stored)s

@@ -110,6 +110,12 @@ def _literal(text: str) -> str:
     return sql.Literal(text).as_string(None).replace("%", "%%")
 
 
+def without_comments(text: str) -> str:
+    """`text` without its whole-line comments (they would be sent, and shown by
+    pg_stat_statements, with the statement)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+
+
 def compose(text: str, schema: str) -> str:
     """`text` with its placeholders filled for `schema`, as a string ready to execute. A
     placeholder that names a block of queries.sql (a fragment such as `{upsert_job}`) is

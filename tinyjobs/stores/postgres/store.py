@@ -17,7 +17,7 @@ from ...errors import NotSupported, StoreError
 from ...holder import Holder
 from ...job import OUTCOME_LEASE_EXPIRED, OUTCOME_WORKER_LOST, Job
 from ..base import Claimed, LeaseStatus, NewJob, QueuePolicy, Settlement
-from . import bulk, claims, packed, settle, steps
+from . import bulk, claims, cycle, settle, steps
 from .config import Settings
 from .connection import Connections
 from .enqueue import caller_steps, enqueue_one, existing, one_job, wake
@@ -220,7 +220,10 @@ class PostgresStore(PostgresViews):
         if settlements and claims.wanted(queues, limit) and claims.free_only(queues):
             sent = claims.params(self.schema, queues, holder, limit, now)
             sent.update(settle.arrays(settlements))
-            rows = self._conns.alone(self.q["settle_claim"], sent, packed.CYCLE)
+            text = self.q["settle_claim"]
+            rows = self._conns.exchange(
+                lambda conn, weak: cycle.run(conn, self.schema, text, sent), idempotent=False
+            )
             applied, due_again, claimed = settle.read_cycle(rows, len(settlements))
             self._dry = len(claimed) < limit
             self._notify(due_again)

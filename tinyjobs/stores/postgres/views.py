@@ -1,8 +1,8 @@
 """The PostgreSQL store's dashboard operations: browse, stats, series, pause, delete, heartbeats.
 
 A mixin of PostgresStore (it uses the store's `_run`, `_one`, `q`, `schema` and channel). Cost
-at 10^6 jobs: browse walks one of the jobs_browse* indexes newest first and stops at the page
-(a text search or a filter no index serves reads rows until it fills the page); queue_stats
+at 10^6 jobs: browse walks jobs_seq (or jobs_browse_rare for a rare state) newest first and stops
+at the page, reading at most WINDOW seqs per call when filtered otherwise; queue_stats
 counts every row up to EXACT_ROWS, past that the live states on their partial indexes and a page
 sample of the rest; finished_series with whole-minute `since` and `step` reads the counters of
 exec_minutes (m005) and executions_ended for the minute that holds `now` (any other window: that
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
+from ...errors import ConfigError
 from ...job import Job
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
 from ..rules import DELETED
@@ -35,6 +36,7 @@ from ..views import (
 )
 from . import settle
 from .rows import NCOLS, to_job
+from .sqlfiles import COLUMNS
 
 if TYPE_CHECKING:
 
@@ -53,6 +55,26 @@ RARE_STATES = frozenset({"failed", "cancelled", "blocked"})  # those in jobs_bro
 EXACT_ROWS = 200_000  # queue_stats counts every job up to this many (about 100 ms)
 SAMPLE_ROWS = 20_000  # past it, the final states are estimated from a sample of this many
 DENSITY = 20.0  # rows per 8 kB page assumed for a jobs table never analyzed (~400 bytes a row)
+# A filtered browse reads at most this many seqs per call (as SQLite's): jobs_seq serves every
+# filter but a rare state's, and an index per filter would take an entry at every claim and
+# settlement (m009).
+WINDOW = 50_000
+BEYOND = 2**63 - 1  # above every seq: the first page of an unfiltered browse starts here
+SEQ = COLUMNS.index("seq")
+SEQ_MARK = "seq"  # the id part of a cursor: it names a seq, not a (created_at, id)
+
+
+def seq_cursor(seq: int) -> str:
+    """The cursor of the rows below `seq`."""
+    return encode_cursor(float(seq), SEQ_MARK)
+
+
+def seq_of(cursor: str) -> int:
+    """The seq of a cursor from seq_cursor; ConfigError for any other."""
+    value, mark = decode_cursor(cursor)
+    if mark != SEQ_MARK or value != int(value):
+        raise ConfigError(f"cursor {cursor[:40]!r} is not one that browse returned")
+    return int(value)
 
 
 class PostgresViews(_Base):
@@ -65,13 +87,14 @@ class PostgresViews(_Base):
         limit: int = 50,
         now: float | None = None,
     ) -> tuple[list[Job], str | None]:
+        """Newest first by seq (m009), walking jobs_seq and stopping at the page. With any
+        filter but a rare state alone (jobs_browse_rare serves that one), one call reads at
+        most WINDOW seqs back from where it starts, and a page that window did not fill comes
+        back short (even empty) with a cursor to go on from the window's end."""
         check_browse(filter, limit)
         stored, split = stored_state(filter.state)
         params: dict[str, Any] = {"limit": limit + 1, "now": now, "stored": stored, "split": split}
         where: list[str] = []
-        if cursor:
-            params["after_at"], params["after_id"] = decode_cursor(cursor)
-            where.append(self.q["browse_after"])
         if stored is not None:
             where.append(self.q["browse_rare" if stored in RARE_STATES else "browse_state"])
         if split is not None:
@@ -81,18 +104,32 @@ class PostgresViews(_Base):
             if value is not None:
                 params[name] = value
                 where.append(self.q[f"browse_{name}"])
-        text = self.q["browse"].replace(_FILTERS, "".join(f" AND {w}" for w in where))
+        served = where == [self.q["browse_rare"]] if stored in RARE_STATES else not where
+        after = seq_of(cursor) if cursor else None
 
-        def op(cur: psycopg.Cursor, retrying: bool) -> list:
+        def op(cur: psycopg.Cursor, retrying: bool) -> tuple[list, int | None]:
+            floor = None
+            params["after"] = after
+            if not served:
+                ends = cur.execute(self.q["browse_ends"]).fetchone()
+                assert ends is not None  # two aggregates: always one row
+                first, last = ends
+                start = last + 1 if after is None else min(last + 1, after)
+                params["after"] = start
+                if start - WINDOW > first:  # else the window reaches the oldest job: unbounded
+                    floor = params["floor"] = start - WINDOW
+            if params["after"] is None:
+                params["after"] = BEYOND
+            conds = where + ([self.q["browse_window"]] if floor is not None else [])
+            text = self.q["browse"].replace(_FILTERS, "".join(f" AND {w}" for w in conds))
             cur.execute(text.encode(), params)
-            return cur.fetchall()
+            return cur.fetchall(), floor
 
-        rows = self._run(op, write=False)
+        rows, floor = self._run(op, write=False)
         jobs = [to_job(row, row[NCOLS]) for row in rows[:limit]]
-        if len(rows) <= limit:
-            return jobs, None
-        last = jobs[-1]
-        return jobs, encode_cursor(last.created_at, last.id)
+        if len(rows) > limit:
+            return jobs, seq_cursor(rows[limit - 1][SEQ])
+        return jobs, seq_cursor(floor) if floor is not None else None
 
     def dependents(self, job_id: str, limit: int = 100) -> list[Job]:
         rows = self._one("dependents", {"id": job_id, "limit": limit})
