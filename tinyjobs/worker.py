@@ -206,7 +206,8 @@ class Worker:
         with self._role:
             if self._work_a_turn():
                 return True
-            sleep = self._sleep_for(self._turn_began)
+            firm = self._firm_deadline()
+            sleep = self._sleep_for(self._turn_began, firm)
             # The loop sleeps from the turn's end, as it always did (a busy worker's batches
             # then gather what finishes during the turn too), so it wakes up to a turn's length
             # after this; helpers compare with this time, computed as they compute theirs (the
@@ -215,7 +216,6 @@ class Worker:
             # end): a slow turn (a reap or purge on a loaded server, a cron poll, a store call
             # retried within the guard's patience) would push it a turn's length further out,
             # and a 2 s lease renewed at 1 s has 1 s to spare (JOB-04).
-            firm = self._firm_deadline()
             self._loop_wake_at = min(self._turn_began + sleep, firm)
             sleep = min(sleep, max(0.0, firm - time.monotonic()))
         self._woken = self._waker.wait(sleep)
@@ -328,12 +328,13 @@ class Worker:
             for p in policies
         )
 
-    def _sleep_for(self, now: float) -> float:
-        """Seconds from `now` until the loop's next turn is due."""
+    def _sleep_for(self, now: float, firm: float | None = None) -> float:
+        """Seconds from `now` until the loop's next turn is due (`firm`: `_firm_deadline()`,
+        when the caller has it already)."""
         claim_at = self._claimed_at + self._idle_poll  # the clock's next claim (_claim_due)
         if claim_at <= now:  # no claim this turn (stopping, or a settle's claim failed)
             claim_at = now + self._idle_poll
-        wake_at = min(self._firm_deadline(), claim_at)
+        wake_at = min(self._firm_deadline() if firm is None else firm, claim_at)
         if self._duty_at > now:
             wake_at = min(wake_at, self._duty_at)
         if self._unsettled:
