@@ -29,13 +29,22 @@ sys.path.insert(0, str(ROOT))
 
 def thread_cpu(pid: int) -> dict[str, float]:
     """CPU seconds so far of each live thread of `pid`, by `tid:name`."""
+    return {k: cpu for k, (cpu, _) in thread_stats(pid).items()}
+
+
+def thread_stats(pid: int) -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary and not) so far of each live thread of
+    `pid`, by `tid:name`: a switch is a wake-up, the fixed cost of a thread at a low rate."""
     out = {}
     for task in glob.glob(f"/proc/{pid}/task/*"):
         try:
             with open(task + "/comm") as f:
                 name = f.read().strip()
             with open(task + "/schedstat") as f:
-                out[task.rsplit("/", 1)[1] + ":" + name] = int(f.read().split()[0]) / 1e9
+                cpu = int(f.read().split()[0]) / 1e9
+            with open(task + "/status") as f:
+                switches = sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+            out[task.rsplit("/", 1)[1] + ":" + name] = (cpu, switches)
         except OSError:
             pass
     return out
@@ -62,6 +71,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.0, help="jobs a second (0: idle)")
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--strace", action="store_true", help="count each process's system calls")
+    parser.add_argument("--threads", action="store_true", help="each thread's CPU and switches")
     args = parser.parse_args()
     import tinyjobs
 
@@ -95,7 +105,7 @@ def main() -> None:
                 tracer = subprocess.Popen(strace, stderr=subprocess.DEVNULL)
                 tracers.append((pid, tracer, path))
             time.sleep(1)
-        before, began = {p: thread_cpu(p) for p in pids}, time.monotonic()
+        before, began = {p: thread_stats(p) for p in pids}, time.monotonic()
         jobs = int(args.seconds * args.rate)
         if jobs:
             start = time.time()
@@ -107,24 +117,38 @@ def main() -> None:
             time.sleep(0.5)
         else:
             time.sleep(args.seconds)
-        after, elapsed = {p: thread_cpu(p) for p in pids}, time.monotonic() - began
+        after, elapsed = {p: thread_stats(p) for p in pids}, time.monotonic() - began
         for _, tracer, _ in tracers:
             tracer.send_signal(signal.SIGINT)
             tracer.wait()
-        total = 0.0
+        total, total_switches = 0.0, 0
         for pid in pids:
-            spent = sum(t - before[pid].get(k, 0.0) for k, t in after[pid].items())
-            total += spent
+            threads = {
+                k: (cpu - before[pid].get(k, (0.0, 0))[0], n - before[pid].get(k, (0.0, 0))[1])
+                for k, (cpu, n) in after[pid].items()
+            }
+            spent = sum(cpu for cpu, _ in threads.values())
+            switched = sum(n for _, n in threads.values())
+            total, total_switches = total + spent, total_switches + switched
             role = "supervisor" if pid == sup.pid else "worker"
-            per_job = f", {spent / jobs * 1e6:.0f} µs a job" if jobs else ""
+            per_job = (
+                f", {spent / jobs * 1e6:.0f} µs a job, {switched / jobs:.2f} switches a job" if jobs else ""
+            )
             print(f"{role} {pid}: {spent / elapsed * 1000:.2f} ms of CPU a second{per_job}")
+            if args.threads:
+                for key, (cpu, n) in sorted(threads.items(), key=lambda kv: -kv[1][0]):
+                    if n:
+                        scale, unit = (jobs, "a job") if jobs else (elapsed, "a second")
+                        print(f"    {key:24} {cpu / scale * 1e6:8.0f} µs {n / scale:6.2f} switches {unit}")
             for q, _, path in tracers:
                 if q == pid:
                     counts = syscalls(path)
                     for name, calls in sorted(counts.items(), key=lambda kv: -kv[1]):
                         rate = f"{calls / jobs:.2f} a job" if jobs else f"{calls / elapsed:.1f} a second"
                         print(f"    {name:16} {rate}")
-        per_job = f", {total / jobs * 1e6:.0f} µs a job" if jobs else ""
+        per_job = (
+            f", {total / jobs * 1e6:.0f} µs a job, {total_switches / jobs:.2f} switches a job" if jobs else ""
+        )
         print(f"fleet: {total / elapsed * 1000:.2f} ms of CPU a second{per_job}")
     finally:
         sup.send_signal(signal.SIGTERM)

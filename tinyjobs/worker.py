@@ -206,12 +206,18 @@ class Worker:
         with self._role:
             if self._work_a_turn():
                 return True
-            sleep = self._sleep_for(self._turn_began)
+            firm = self._firm_deadline()
+            sleep = self._sleep_for(self._turn_began, firm)
             # The loop sleeps from the turn's end, as it always did (a busy worker's batches
             # then gather what finishes during the turn too), so it wakes up to a turn's length
             # after this; helpers compare with this time, computed as they compute theirs (the
             # turn's length added to it would make every deadline look earlier: a wake-up each).
-            self._loop_wake_at = self._turn_began + sleep
+            # Not past a firm deadline, though (a lease renewal, a job's timeout, the drain's
+            # end): a slow turn (a reap or purge on a loaded server, a cron poll, a store call
+            # retried within the guard's patience) would push it a turn's length further out,
+            # and a 2 s lease renewed at 1 s has 1 s to spare (JOB-04).
+            self._loop_wake_at = min(self._turn_began + sleep, firm)
+            sleep = min(sleep, max(0.0, firm - time.monotonic()))
         self._woken = self._waker.wait(sleep)
         return False
 
@@ -322,21 +328,30 @@ class Worker:
             for p in policies
         )
 
-    def _sleep_for(self, now: float) -> float:
+    def _sleep_for(self, now: float, firm: float | None = None) -> float:
+        """Seconds from `now` until the loop's next turn is due (`firm`: `_firm_deadline()`,
+        when the caller has it already)."""
         claim_at = self._claimed_at + self._idle_poll  # the clock's next claim (_claim_due)
         if claim_at <= now:  # no claim this turn (stopping, or a settle's claim failed)
             claim_at = now + self._idle_poll
-        wake_at = min(self._next_renew, claim_at)
+        wake_at = min(self._firm_deadline() if firm is None else firm, claim_at)
         if self._duty_at > now:
             wake_at = min(wake_at, self._duty_at)
-        for entry in self.running.values():
-            if entry.deadline is not None and not entry.timed_out:
-                wake_at = min(wake_at, entry.deadline)
-        if self.reason is not None:
-            wake_at = min(wake_at, self._drain_deadline)
         if self._unsettled:
             wake_at = min(wake_at, self._unsettled_since + LINGER)
         return max(self._guard.retry_at - now if self._guard.delay else 0.0, wake_at - now, 0.0)
+
+    def _firm_deadline(self) -> float:
+        """The monotonic time by which the loop must turn, however long its last turn took:
+        the next lease renewal, a running job's timeout, the drain's end (not before a
+        pending backoff ends: a store call would only be skipped)."""
+        due = self._next_renew
+        for entry in self.running.values():
+            if entry.deadline is not None and not entry.timed_out:
+                due = min(due, entry.deadline)
+        if self.reason is not None:
+            due = min(due, self._drain_deadline)
+        return max(due, self._guard.retry_at if self._guard.delay else 0.0)
 
     def _show_room(self) -> None:
         """Tell the store watcher whether a slot is free (an Event, changed only when it flips)."""
@@ -588,7 +603,9 @@ class Worker:
             if entry.future is not None:
                 entry.future.cancel()
         lease = min(e.claimed.lease for e in self.running.values())
-        self._next_renew = time.monotonic() + (lease / 2 if statuses else 1.0)
+        # A failed renewal is tried again soon enough to come before the lease's end (at
+        # 1 s, a 2 s lease renewed at its half would have none left).
+        self._next_renew = time.monotonic() + (lease / 2 if statuses else min(1.0, lease / 4))
 
     def _store_call(self, what: str, fn: Callable[..., R], *args: Any) -> R | None:
         """Call the store through the guard: None when it failed or a backoff is pending.
