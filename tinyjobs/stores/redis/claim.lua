@@ -6,21 +6,44 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases,
---   P:holders, P:hold:<holder>, P:limited, P:paused
--- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, then 8 values
---   per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
+--   P:holders, P:hold:<holder>, P:limited, P:paused, P:handed:<holder>, P:q:<q>:idle, P:queues
+-- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, the handover
+--   flag ('' none; '1' the holder waits for handovers: it registers when it finds nothing, see
+--   nothing_due; '2' the same, and its wait() popped a handover's token), then 8 values per
+--   queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
 --   group rate starts, group rate period ('' = no limit)
 -- Returns the JSON text of {now, {{id, flat job hash as read, flat fields written, flat steps
 -- hash}, ...}} (an empty Lua table encodes as {}); the fields written go in place over the
 -- row's (the client puts them there: a table of the row's fields to do it here cost more).
 local now = clock(ARGV[1])
 
+-- Jobs an enqueue handed over to this holder while it waited (enqueue_one): already leased to
+-- it, so they are the reply, without a look for due jobs (which the claim that the next
+-- wake-up or settlement brings makes). Read when the client says its wait() popped a handover's
+-- token since its last such claim ('2'): a claim of a store that never waited, and most
+-- claims of one that does, spare the read.
+local hk = P .. ':handed:' .. ARGV[2]
+local handed = ARGV[7] == '2' and redis.call('HGETALL', hk) or {}
+if #handed > 0 then
+  local entries, ids, limit = {}, {}, tonumber(ARGV[6])
+  for i = 1, math.min(#handed, limit * 2), 2 do
+    ids[#ids + 1] = handed[i]
+    entries[#entries + 1] = handed[i + 1]
+  end
+  if #ids * 2 == #handed then
+    redis.call('DEL', hk)
+  else
+    redis.call('HDEL', hk, unpack(ids))
+  end
+  return '["' .. num(now) .. '",[' .. table.concat(entries, ',') .. ']]'
+end
+
 -- Nothing to claim (the worker's claim with each settlement at a low rate, an idle worker's
 -- poll): no queue has a job in `ready` or one in `sched` that came due. Found with a command or
 -- two per queue and answered at once: the whole claim below cost about 100k instructions of the
 -- server's to find the same.
 local function nothing_due()
-  for i = 7, #ARGV, 8 do
+  for i = 8, #ARGV, 8 do
     if redis.call('EXISTS', qk(ARGV[i], 'ready')) == 1
       or redis.call('ZCOUNT', qk(ARGV[i], 'sched'), '-inf', num(now)) > 0 then
       return false
@@ -29,6 +52,21 @@ local function nothing_due()
   return true
 end
 if nothing_due() then
+  if ARGV[7] ~= '' then
+    -- A worker with room that found nothing (and waits on P:hand:<holder>: see RedisStore.wait)
+    -- registers for each queue without limits that holds jobs (purge deletes the registrations
+    -- with their queue), until IDLE_FOR from now: a single enqueue may hand its job over to it
+    -- (_lib.lua, enqueue_one). The claim's token base, which no other claim has, names the
+    -- lease then ('0000': this claim's own leases count from 1).
+    local tail = '\t' .. ARGV[5] .. '\t'
+    local who = '\t' .. ARGV[3] .. '\t' .. string.format('%d', ARGV[4])
+    for i = 8, #ARGV, 8 do
+      if ARGV[i + 2] == '' and ARGV[i + 3] == '' and ARGV[i + 5] == '' and ARGV[i + 6] == ''
+        and redis.call('SISMEMBER', P .. ':queues', ARGV[i]) == 1 then
+        redis.call('HSET', qk(ARGV[i], 'idle'), ARGV[2], num(now + IDLE_FOR) .. tail .. ARGV[i + 1] .. who)
+      end
+    end
+  end
   return '["' .. num(now) .. '",{}]'  -- cjson.encode({num(now), {}})
 end
 
@@ -71,7 +109,7 @@ local batch = math.min(math.max(limit * 2, 16), 500)
 -- marker there is safe: the job that next becomes due pushes a wake-up token of its own, and
 -- the claim that then finds it marks the queue.
 local qs, names, due_qs = {}, {}, {}
-for i = 7, #ARGV, 8 do
+for i = 8, #ARGV, 8 do
   local s = {name = ARGV[i], lease = tonumber(ARGV[i + 1]), gc = opt(ARGV[i + 5]),
     grn = opt(ARGV[i + 6]), grp = opt(ARGV[i + 7]), pos = 1, taken = {}, groups = {},
     avail = limit}
@@ -213,6 +251,12 @@ while #out < limit and scanned < cap do
   if not best then break end
   best.pos, scanned = best.pos + 1, scanned + 1
   take(best, string.sub(bm, 41), bm)
+end
+if ARGV[7] ~= '' and #out == limit then
+  -- Full now: registrations this holder left as a waiting worker go (see nothing_due above).
+  for _, s in ipairs(qs) do
+    redis.call('HDEL', qk(s.name, 'idle'), holder)
+  end
 end
 for _, s in ipairs(qs) do
   if #s.taken > 0 then

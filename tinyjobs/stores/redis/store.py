@@ -7,9 +7,11 @@ transaction shared with the caller's data, so `enqueue(conn=...)` is refused (JO
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -40,6 +42,9 @@ class RedisStore(RedisViews):
         self._scripts = Scripts(self.base + ":seq")
         # wait(): the next scheduled due time (time.monotonic()) per set of queues, while known.
         self._due_at: dict[tuple[str, ...], float] = {}
+        # Who claims from a set of queues and waits on them (handovers: see _hand_flag).
+        self._claimers: dict[frozenset[str], _Claimer | None] = {}
+        self._claimers_pid = os.getpid()
         try:
             self._conn.client().ping()
         except (redis.ConnectionError, redis.TimeoutError) as err:
@@ -99,14 +104,62 @@ class RedisStore(RedisViews):
         connection error once sent (leases it took would expire and be reaped)."""
         if limit <= 0 or not queues:
             return []
-        return self._claimed(self._run("claim", self._claim_args(queues, holder, limit, now), safe=False))
+        hand = self._hand_flag(queues, holder, now)
+        args = self._claim_args(queues, holder, limit, now, hand)
+        try:
+            return self._claimed(self._run("claim", args, safe=False))
+        except StoreUnavailable:
+            self._handed_again(queues, hand)
+            raise
+
+    def _handed_again(self, queues: Mapping[str, QueuePolicy], hand: str) -> None:
+        """A claim that was to read the holder's handed jobs failed: the next one reads them."""
+        known = self._claimers.get(frozenset(queues)) if hand == "2" else None
+        if known is not None:
+            known.handed = True
+
+    def _hand_flag(self, queues: Mapping[str, QueuePolicy], holder: Holder, now: float | None) -> str:
+        """claim.lua's handover flag: '1' when the holder, once its claim finds nothing, may be
+        registered as a waiting worker that a single enqueue hands its job over to (enqueue_one:
+        leased to it at once; its wait() pops the token on P:hand:<holder>, its next claim
+        returns the job). Only for this process's holder claiming on the server's clock (a
+        handed lease is timed by it) through this store, once it has waited on the same queues
+        here (a caller that claims without waiting would leave handed jobs to its next claim).
+        A second holder claiming the same queues through this store (two workers in one
+        process) turns handovers off for them: the waiter could be the other one."""
+        if now is not None:
+            return ""
+        if self._claimers_pid != os.getpid():  # forked: the parent's claimers are not ours
+            self._claimers, self._claimers_pid = {}, os.getpid()
+        names = frozenset(queues)
+        known = self._claimers.get(names, _UNSEEN)
+        if known is _UNSEEN:
+            known = _Claimer(holder) if holder.pid == os.getpid() else None
+            self._claimers[names] = known
+        elif known is not None and known.holder.id != holder.id:
+            known = self._claimers[names] = None
+        if known is None or not known.waits:
+            return ""
+        if known.handed:
+            known.handed = False  # cleared before the call: a token popped after it sets it again
+            return "2"
+        return "1"
 
     @staticmethod
     def _claim_args(
-        queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+        queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None, hand: str
     ) -> list[Any]:
-        """claim.lua's ARGV: now, the holder, a random token base, the limit, then each queue."""
-        args = [codec.now_arg(now), holder.id, holder.hostname, holder.pid, secrets.token_hex(8), int(limit)]
+        """claim.lua's ARGV: now, the holder, a random token base, the limit, the handover flag,
+        then each queue."""
+        args = [
+            codec.now_arg(now),
+            holder.id,
+            holder.hostname,
+            holder.pid,
+            secrets.token_hex(8),
+            int(limit),
+            hand,
+        ]
         for policy in queues.values():
             args.extend(codec.policy_args(policy))
         return args
@@ -150,10 +203,16 @@ class RedisStore(RedisViews):
         after a lost claim."""
         if not settlements or limit <= 0 or not queues:
             return self.settle(settlements, now), self.claim(queues, holder, limit, now)
-        args = [codec.now_arg(now), *_packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
+        hand = self._hand_flag(queues, holder, now)
+        args = [
+            codec.now_arg(now),
+            *_packed(settlements),
+            *self._claim_args(queues, holder, limit, now, hand)[1:],
+        ]
         try:
             applied, claimed = self._run("settle_claim", args, safe=False)
         except StoreUnavailable:
+            self._handed_again(queues, hand)
             return self.settle(settlements, now), []
         return [bool(x) for x in applied], self._claimed(claimed)
 
@@ -256,8 +315,14 @@ class RedisStore(RedisViews):
         blocking = self._conn.blocking()
         block = min(timeout, until_due, BLOCK_AT_MOST)
         keys = [f"{self.base}:q:{q}:wake" for q in names]
+        claimer = self._claimers.get(frozenset(names))
+        if claimer is not None and self._claimers_pid == os.getpid():
+            claimer.waits = True  # its claims that find nothing register it (claim.lua)
+            keys.insert(0, f"{self.base}:hand:{claimer.holder.id}")  # its handovers' tokens first
         popped = self._conn.call(lambda c: execute(blocking, ["BLPOP", *keys, block]))
-        if not popped or popped[1] != "1":
+        if popped and popped[1] == "h" and claimer is not None:
+            claimer.handed = True  # the next claim reads P:handed:<holder> (claim.lua)
+        elif not popped or popped[1] != "1":
             self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
 
@@ -295,6 +360,19 @@ class RedisStore(RedisViews):
 
     def close(self) -> None:
         self._conn.close()
+
+
+@dataclass
+class _Claimer:
+    """The holder that claims from a set of queues through this store, whether it has waited
+    on them here, and whether a job was handed over to it since its last claim."""
+
+    holder: Holder
+    waits: bool = False
+    handed: bool = False  # wait() popped a handover's token that no claim has answered yet
+
+
+_UNSEEN: Any = object()
 
 
 def _packed(settlements: Sequence[Settlement]) -> list[str]:
