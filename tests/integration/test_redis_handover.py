@@ -1,7 +1,8 @@
 """The Redis store's handover: a single enqueue leases its job to a waiting worker (registered
-by its claim that found nothing), whose next claim returns it without looking for due jobs; a job
-handed over and never taken is given back whole (no attempt, no execution) when its holder's
-leases end or its lease expires."""
+by its claim that found nothing), whose wait() pops the job and whose next claim returns it
+without a round trip; a job handed over and never taken by a claim (popped or not) is given back
+whole (no attempt, no execution) when its holder's leases end or its lease expires, and one
+taken is on record like any claimed job."""
 
 from __future__ import annotations
 
@@ -74,9 +75,13 @@ def test_a_single_enqueue_hands_its_job_to_a_waiting_worker(redis_store):
     assert time.monotonic() - started < 5
     assert redis_store.get("a").state == "running"
     assert registered(redis_store) == {}  # used up
+    r = raw(redis_store)
+    assert r.hkeys(f"{redis_store.base}:handed:{holder.id}") == ["a"]
     [claimed] = redis_store.claim(QUEUES, holder, 8)
     assert claimed.job.id == "a" and claimed.job.args == {"x": 1} and claimed.job.attempts == 1
+    assert claimed.job.state == "running" and claimed.job.started_at is not None
     assert claimed.lease == 30.0 and claimed.token.endswith("-a")
+    wait_until(lambda: not r.exists(f"{redis_store.base}:handed:{holder.id}"), timeout=10)  # taken
     assert redis_store.claim(QUEUES, holder, 8) == []  # taken once
     assert redis_store.renew([claimed.token])[claimed.token] == "ok"
     assert redis_store.settle([Settlement("a", claimed.token, "done", result="7")]) == [True]
@@ -87,10 +92,20 @@ def test_a_single_enqueue_hands_its_job_to_a_waiting_worker(redis_store):
     assert redis_store.counts()["default"]["done"] == 2
 
 
-def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_ends(redis_store):
-    holder, waiter = handed_over(redis_store)
+@pytest.mark.parametrize("popped", [True, False])
+def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_ends(redis_store, popped):
+    """Popped by wait() or not, a job no claim took never started (a worker that stops between
+    its pop and its claim, or dies before either)."""
+    if popped:
+        holder, waiter = handed_over(redis_store)
+    else:
+        holder = become_idle(redis_store)
+        wait_registered(redis_store, holder)
     redis_store.enqueue([NewJob("a", "work", max_attempts=1)])
-    assert waiter.join() is True
+    if popped:
+        assert waiter.join() is True
+    else:
+        assert redis_store.get("a").state == "running"
     assert redis_store.holders(holder.host) == [holder]
     assert redis_store.end_leases([holder]) == 1
     back = redis_store.get("a", executions=True)
@@ -111,7 +126,8 @@ def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_lease_ex
     assert redis_store.reap(now=redis_store.now() + 31) == 1
     back = redis_store.get("a", executions=True)
     assert back.state == "waiting" and back.attempts == 0 and back.executions == []
-    assert redis_store.claim(QUEUES, holder, 8)[0].job.attempts == 1  # no handed entry left
+    [again] = redis_store.claim(QUEUES, Holder("other-host", 1, 1), 8)
+    assert again.job.attempts == 1
 
 
 def test_a_handed_job_taken_then_lost_ends_worker_lost_on_record(redis_store):

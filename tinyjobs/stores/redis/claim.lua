@@ -6,37 +6,15 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases,
---   P:holders, P:hold:<holder>, P:limited, P:paused, P:handed:<holder>, P:q:<q>:idle, P:queues
--- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, the handover
---   flag ('' none; '1' the holder waits for handovers: it registers when it finds nothing, see
---   nothing_due; '2' the same, and its wait() popped a handover's token), then 8 values per
---   queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
+--   P:holders, P:hold:<holder>, P:limited, P:paused, P:q:<q>:idle, P:queues
+-- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, '1' when the
+--   holder waits for handovers (it registers when it finds nothing: see nothing_due), then 8
+--   values per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
 --   group rate starts, group rate period ('' = no limit)
 -- Returns the JSON text of {now, {{id, flat job hash as read, flat fields written, flat steps
 -- hash}, ...}} (an empty Lua table encodes as {}); the fields written go in place over the
 -- row's (the client puts them there: a table of the row's fields to do it here cost more).
 local now = clock(ARGV[1])
-
--- Jobs an enqueue handed over to this holder while it waited (enqueue_one): already leased to
--- it, so they are the reply, without a look for due jobs (which the claim that the next
--- wake-up or settlement brings makes). Read when the client says its wait() popped a handover's
--- token since its last such claim ('2'): a claim of a store that never waited, and most
--- claims of one that does, spare the read.
-local hk = P .. ':handed:' .. ARGV[2]
-local handed = ARGV[7] == '2' and redis.call('HGETALL', hk) or {}
-if #handed > 0 then
-  local entries, ids, limit = {}, {}, tonumber(ARGV[6])
-  for i = 1, math.min(#handed, limit * 2), 2 do
-    ids[#ids + 1] = handed[i]
-    entries[#entries + 1] = handed[i + 1]
-  end
-  if #ids * 2 == #handed then
-    redis.call('DEL', hk)
-  else
-    redis.call('HDEL', hk, unpack(ids))
-  end
-  return '["' .. num(now) .. '",[' .. table.concat(entries, ',') .. ']]'
-end
 
 -- Nothing to claim (the worker's claim with each settlement at a low rate, an idle worker's
 -- poll): no queue has a job in `ready` or one in `sched` that came due. Found with a command or
@@ -64,6 +42,8 @@ if nothing_due() then
       if ARGV[i + 2] == '' and ARGV[i + 3] == '' and ARGV[i + 5] == '' and ARGV[i + 6] == ''
         and redis.call('SISMEMBER', P .. ':queues', ARGV[i]) == 1 then
         redis.call('HSET', qk(ARGV[i], 'idle'), ARGV[2], num(now + IDLE_FOR) .. tail .. ARGV[i + 1] .. who)
+        local hints = idle_hint[P] or {}
+        hints[ARGV[i]], idle_hint[P] = true, hints
       end
     end
   end

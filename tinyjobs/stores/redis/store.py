@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -105,18 +106,41 @@ class RedisStore(RedisViews):
         if limit <= 0 or not queues:
             return []
         hand = self._hand_flag(queues, holder, now)
+        handed = self._take_handed(queues, holder, limit) if hand else []
+        if handed:  # only what was handed over: nothing else was due when it was (enqueue_one)
+            return handed
         args = self._claim_args(queues, holder, limit, now, hand)
-        try:
-            return self._claimed(self._run("claim", args, safe=False))
-        except StoreUnavailable:
-            self._handed_again(queues, hand)
-            raise
+        return self._claimed(self._run("claim", args, safe=False))
 
-    def _handed_again(self, queues: Mapping[str, QueuePolicy], hand: str) -> None:
-        """A claim that was to read the holder's handed jobs failed: the next one reads them."""
-        known = self._claimers.get(frozenset(queues)) if hand == "2" else None
-        if known is not None:
-            known.handed = True
+    def _take_handed(self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int) -> list[Claimed]:
+        """Up to `limit` of the jobs wait() popped from P:hand:<holder> (handed over by an
+        enqueue, already leased to the holder), taken: each is removed from P:handed:<holder>
+        before it is returned, so that a job a worker may have started is never given back as
+        never taken (end_leases, reap). The removal is sent without waiting for its reply
+        (Connection.send_only: no round trip before the job starts); when that send fails it
+        is made as a call, and when that fails too the jobs stay in hand and StoreUnavailable
+        is raised, as for a claim that could not reach the server."""
+        claimer = self._claimers.get(frozenset(queues))
+        if claimer is None or not claimer.stash or claimer.holder.id != holder.id:
+            return []
+        with claimer.lock:
+            entries, claimer.stash = claimer.stash[:limit], claimer.stash[limit:]
+        parsed = [json.loads(text) for text in entries]
+        args = ["HDEL", f"{self.base}:handed:{holder.id}", *(entry[0] for entry in parsed)]
+        try:
+            try:
+                self._conn.send_only(args)
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._conn.call(lambda c: execute(c, args))
+        except BaseException:
+            with claimer.lock:
+                claimer.stash[:0] = entries
+            raise
+        out = []
+        for job_id, flat, _changed, _steps in parsed:
+            h = codec.pairs(flat)
+            out.append(Claimed(codec.from_hash(job_id, h, float(h["sa"])), h["tk"], float(h["ls"]), {}))
+        return out
 
     def _hand_flag(self, queues: Mapping[str, QueuePolicy], holder: Holder, now: float | None) -> str:
         """claim.lua's handover flag: '1' when the holder, once its claim finds nothing, may be
@@ -138,12 +162,7 @@ class RedisStore(RedisViews):
             self._claimers[names] = known
         elif known is not None and known.holder.id != holder.id:
             known = self._claimers[names] = None
-        if known is None or not known.waits:
-            return ""
-        if known.handed:
-            known.handed = False  # cleared before the call: a token popped after it sets it again
-            return "2"
-        return "1"
+        return "1" if known is not None and known.waits else ""
 
     @staticmethod
     def _claim_args(
@@ -204,6 +223,10 @@ class RedisStore(RedisViews):
         if not settlements or limit <= 0 or not queues:
             return self.settle(settlements, now), self.claim(queues, holder, limit, now)
         hand = self._hand_flag(queues, holder, now)
+        handed = self._take_handed(queues, holder, limit) if hand else []
+        if len(handed) >= limit:
+            return self.settle(settlements, now), handed
+        limit -= len(handed)
         args = [
             codec.now_arg(now),
             *_packed(settlements),
@@ -212,9 +235,8 @@ class RedisStore(RedisViews):
         try:
             applied, claimed = self._run("settle_claim", args, safe=False)
         except StoreUnavailable:
-            self._handed_again(queues, hand)
-            return self.settle(settlements, now), []
-        return [bool(x) for x in applied], self._claimed(claimed)
+            return self.settle(settlements, now), handed
+        return [bool(x) for x in applied], handed + self._claimed(claimed)
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """All settlements in one atomic script (group commit). Repeated after a lost reply: the
@@ -299,7 +321,11 @@ class RedisStore(RedisViews):
         never past the next scheduled due time, so a delayed job starts on time. That due time is
         read again only when it may have changed (an 's' token: a job was scheduled; a wait that
         ended without a token; the time reached), so a busy queue's wake-ups ('1') cost the
-        blocking pop alone. Idle, it costs one blocked connection and no CPU."""
+        blocking pop alone. Idle, it costs one blocked connection and no CPU.
+
+        A store whose holder claims from these queues pops P:hand:<holder> first: a job a single
+        enqueue handed over to it (enqueue_one), already leased to it; it is kept for the next
+        claim, which returns it without a round trip (_take_handed)."""
         if not queues or timeout <= 0:
             return False
         names = tuple(queues)
@@ -316,12 +342,15 @@ class RedisStore(RedisViews):
         block = min(timeout, until_due, BLOCK_AT_MOST)
         keys = [f"{self.base}:q:{q}:wake" for q in names]
         claimer = self._claimers.get(frozenset(names))
+        hand = None
         if claimer is not None and self._claimers_pid == os.getpid():
             claimer.waits = True  # its claims that find nothing register it (claim.lua)
-            keys.insert(0, f"{self.base}:hand:{claimer.holder.id}")  # its handovers' tokens first
+            hand = f"{self.base}:hand:{claimer.holder.id}"
+            keys.insert(0, hand)  # jobs handed over to it first
         popped = self._conn.call(lambda c: execute(blocking, ["BLPOP", *keys, block]))
-        if popped and popped[1] == "h" and claimer is not None:
-            claimer.handed = True  # the next claim reads P:handed:<holder> (claim.lua)
+        if popped and claimer is not None and popped[0] == hand:
+            with claimer.lock:
+                claimer.stash.append(popped[1])  # a job handed over: the next claim returns it
         elif not popped or popped[1] != "1":
             self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
@@ -365,11 +394,12 @@ class RedisStore(RedisViews):
 @dataclass
 class _Claimer:
     """The holder that claims from a set of queues through this store, whether it has waited
-    on them here, and whether a job was handed over to it since its last claim."""
+    on them here, and the jobs handed over to it that wait() popped and no claim took yet."""
 
     holder: Holder
     waits: bool = False
-    handed: bool = False  # wait() popped a handover's token that no claim has answered yet
+    stash: list[str] = field(default_factory=list)  # jobs wait() popped from P:hand:<holder>
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _UNSEEN: Any = object()
