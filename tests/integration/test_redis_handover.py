@@ -119,11 +119,19 @@ def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_e
     assert not r.exists(f"{redis_store.base}:handed:{holder.id}", f"{redis_store.base}:hand:{holder.id}")
 
 
-def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_lease_expires(redis_store):
-    holder, waiter = handed_over(redis_store)
+@pytest.mark.parametrize("popped", [True, False])
+def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_lease_expires(redis_store, popped):
+    if popped:
+        holder, waiter = handed_over(redis_store)
+    else:
+        holder = become_idle(redis_store)
+        wait_registered(redis_store, holder)
     redis_store.enqueue([NewJob("a", "work", max_attempts=1)])
-    assert waiter.join() is True
+    if popped:
+        assert waiter.join() is True
     assert redis_store.reap(now=redis_store.now() + 31) == 1
+    # Never popped, it is off the holder's list too: its wait() will not get it later.
+    assert not raw(redis_store).exists(f"{redis_store.base}:hand:{holder.id}")
     back = redis_store.get("a", executions=True)
     assert back.state == "waiting" and back.attempts == 0 and back.executions == []
     [again] = redis_store.claim(QUEUES, Holder("other-host", 1, 1), 8)

@@ -69,7 +69,7 @@
 --                                  a claim that fills the worker removes its registrations
 --   P:hand:<holder>        list    jobs handed over to that holder, each as claim.lua's reply
 --                                  gives a lease ([id, row, [], []]), for its wait() to pop
---   P:handed:<holder>      hash    job id -> '1': jobs leased to the holder by an enqueue that
+--   P:handed:<holder>      hash    job id -> its P:hand entry: jobs leased to the holder by an enqueue that
 --                                  its claim has not taken yet. The claim that returns one
 --                                  (RedisStore.claim, from what wait() popped) removes it before
 --                                  the job starts; ending the holder's leases (end_leases, reap)
@@ -494,7 +494,12 @@ end
 -- entry (the last of P:exec:<id>: only a settlement, which needs the token, adds after it) are
 -- undone and the job waits again at its due time, as before the handover.
 local function undo_handover(id, j, now)
-  redis.call('HDEL', P .. ':handed:' .. j.h, id)
+  local hk = P .. ':handed:' .. j.h
+  local entry = redis.call('HGET', hk, id)
+  if entry then  -- not popped yet (reap, of a live holder): it must not be later
+    redis.call('LREM', P .. ':hand:' .. j.h, 1, entry)
+  end
+  redis.call('HDEL', hk, id)
   clear_lease(id, j)
   holders_touched[j.h] = true
   redis.call('RPOP', P .. ':exec:' .. id)
@@ -594,9 +599,10 @@ local function enqueue_one(a, now, hand)
     redis.call('SADD', P .. ':holders', w.h)
     redis.call('RPUSH', P .. ':exec:' .. id,
       '{"a":1,"h":' .. cjson.encode(w.host) .. ',"p":' .. w.pid .. ',"s":"' .. num(now) .. '"}')
-    redis.call('HSET', P .. ':handed:' .. w.h, id, '1')
-    -- The job itself, as claim.lua's reply gives a lease, for the holder's wait() to pop.
+    -- The job itself, as claim.lua's reply gives a lease, for the holder's wait() to pop; the
+    -- same text in P:handed, so that giving the job back takes it off the list too.
     local entry = '[' .. cjson.encode(id) .. ',' .. cjson.encode(f) .. ',[],[]]'
+    redis.call('HSET', P .. ':handed:' .. w.h, id, entry)
     if redis.call('RPUSH', P .. ':hand:' .. w.h, entry) > 8 then
       redis.call('LTRIM', P .. ':hand:' .. w.h, -8, -1)
     end
