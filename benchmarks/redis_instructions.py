@@ -1,10 +1,13 @@
 """Server instructions per job of the worker's cycle at a low rate, as each
 tree runs it: base = enqueue, wait's due-time pipeline, claim, settle, claim (settle_then_claim),
-claim (the loop's turn); new = enqueue, claim, settle_and_claim (one script). 1,000 done jobs first.
+claim (the loop's turn); new = enqueue, claim, settle_and_claim (one script), with no handovers
+(the store never waited); hand = the same calls once the store has waited on the queue, as a
+worker's store does: settle_and_claim's claim, finding nothing, registers the worker, the enqueue
+hands its job over to it, and the claim returns that job. 1,000 done jobs first.
 
     valgrind --tool=callgrind --toggle-collect=readQueryFromClient \
         --callgrind-out-file=/tmp/cg/callgrind.out.%p redis-server --port 6394 --appendonly yes
-    python benchmarks/redis_instructions.py "redis://127.0.0.1:6394/3?timeout=60" 150 new|base
+    python benchmarks/redis_instructions.py "redis://127.0.0.1:6394/3?timeout=60" 150 new|base|hand
 (base: run it with main's tree; the callgrind output directory is CG_DIR, default /tmp/cg)"""
 
 import glob
@@ -43,6 +46,11 @@ for b in range(10):
     store.settle([Settlement(x.job.id, x.token, "done", result="null") for x in c])
 
 
+if mode == "hand":  # a worker's store: it waits on its queues, its empty claims register it
+    store.wait(["default"], 0.01)
+    store.claim(pol, h, 8)
+
+
 def nj(i):
     return NewJob(id=f"j{i}", task="t", payload=f'{{"i": {i}}}')
 
@@ -53,6 +61,9 @@ for i in range(n):
     dump()
     store.enqueue([nj(i)])
     parts["enqueue"].append(dump())
+    if mode != "base":  # the worker's blocking pop, woken by the enqueue (a handover's token)
+        store.wait(["default"], 1.0)
+        parts["wait"].append(dump())
     if mode == "base":
         store._until_next_due(["default"])
         parts["wait"].append(dump())

@@ -62,6 +62,19 @@
 --                                  fields name the same pairs); RedisStore deletes it on open
 --   P:paused               set     paused queues (LIM-04): claim.lua takes none of their jobs
 --   P:workers              hash    '<host>\t<pid>' -> JSON heartbeat {q, sl, b, sa, n seen_at}
+--   P:q:<queue>:idle       hash    holder id -> '<expires>\t<token base>\t<lease>\t<hostname>\t<pid>':
+--                                  a worker with room whose claim found nothing, for a queue
+--                                  without limits (claim.lua), for IDLE_FOR seconds. A single
+--                                  enqueue hands its job over to one (enqueue_one): used once;
+--                                  a claim that fills the worker removes its registrations
+--   P:hand:<holder>        list    jobs handed over to that holder, each as claim.lua's reply
+--                                  gives a lease ([id, row, [], []]), for its wait() to pop
+--   P:handed:<holder>      hash    job id -> its P:hand entry: jobs leased to the holder by an enqueue that
+--                                  its claim has not taken yet. The claim that returns one
+--                                  (RedisStore.claim, from what wait() popped) removes it before
+--                                  the job starts; ending the holder's leases (end_leases, reap)
+--                                  finds the rest never started and gives each back as if it was
+--                                  never taken (attempt and start entry undone: no attempt began)
 --
 -- Job hash fields: t task, q queue, p payload, pr priority, d due, s seq, st stored state
 -- (pending/blocked/running/done/failed/cancelled), a attempts, ma max_attempts, b attempt
@@ -74,6 +87,17 @@
 -- Numbers are written with %.17g so that Python reads back exactly the double Lua computed.
 
 local INDEXED = {blocked = true, done = true, failed = true, cancelled = true}
+-- Seconds a waiting worker's registration for handovers holds (P:q:<queue>:idle): a worker that
+-- went away without ending its leases gets none after that. An idle worker claims more often
+-- (the clock's claim, tinyjobs/worker.py TIMED_POLL), which registers it again.
+local IDLE_FOR = 10
+-- Prefix -> queue -> true for the P:q:<queue>:idle keys that may hold a registration: set by the
+-- claim that registers, cleared by the enqueue that finds the key empty. The library's Lua state lives from one call to the next
+-- (FUNCTION LOAD; see `begin`), so a single enqueue of a queue nobody waits on spares the read
+-- of its registrations (about 10k instructions, 4 % of it). A hint only: a server restarted or
+-- a library loaded again starts empty, and no handover is made until a worker registers again
+-- (run as scripts by SHA, the state is new each run: never a handover).
+local idle_hint = {}
 
 -- The state of one run of an operation, started afresh by `begin` (the first thing every
 -- operation does): as a function of the library (FUNCTION LOAD, scripts.py) an operation keeps
@@ -465,6 +489,47 @@ local function end_lease(id, j, outcome, now)
   end
 end
 
+-- Give back a job handed over to `holder` and never taken by its claim (P:handed:<holder>): no
+-- worker started it, so no attempt began. Its lease, its attempt and the execution's start
+-- entry (the last of P:exec:<id>: only a settlement, which needs the token, adds after it) are
+-- undone and the job waits again at its due time, as before the handover.
+local function undo_handover(id, j, now)
+  local hk = P .. ':handed:' .. j.h
+  local entry = redis.call('HGET', hk, id)
+  if entry then  -- not popped yet (reap, of a live holder): it must not be later
+    redis.call('LREM', P .. ':hand:' .. j.h, 1, entry)
+  end
+  redis.call('HDEL', hk, id)
+  clear_lease(id, j)
+  holders_touched[j.h] = true
+  redis.call('RPOP', P .. ':exec:' .. id)
+  j.a = string.format('%d', tonumber(j.a) - 1)
+  redis.call('HSET', jk(id), 'a', j.a)
+  place(id, j, tonumber(j.d), now)
+end
+
+-- A worker waiting with room for queue `q` that a job due now can be handed to, or nil: only
+-- when nothing of the queue is due before it (its `ready` empty, nothing due in `sched`: the
+-- handed job is the one a claim would take first) and the queue is not paused. The
+-- registration picked is used up (a stale one too); the others stay.
+local function idle_taker(q, now)
+  local hints = idle_hint[P]
+  if not (hints and hints[q]) then return nil end  -- nobody registered since the library loaded
+  local ik = qk(q, 'idle')
+  local pick = redis.call('HRANDFIELD', ik, 1, 'WITHVALUES')
+  if #pick == 0 then hints[q] = nil end
+  if #pick == 0 or redis.call('EXISTS', qk(q, 'ready')) == 1
+    or redis.call('ZCOUNT', qk(q, 'sched'), '-inf', num(now)) > 0 then
+    return nil
+  end
+  redis.call('HDEL', ik, pick[1])
+  local exp, base, lease, host, pid = string.match(pick[2], '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
+  if not exp or tonumber(exp) <= now or redis.call('SISMEMBER', P .. ':paused', q) == 1 then
+    return nil
+  end
+  return {h = pick[1], base = base, lease = tonumber(lease), host = host, pid = pid}
+end
+
 -- Which parent (if any) already failed or was cancelled, and which ones are not done yet
 -- (rules.initial_state).
 local function parents_of(after)
@@ -482,8 +547,12 @@ end
 
 -- Add one job. `a` = {id, task, queue, payload, priority, delay, at, key, group, after, max
 -- attempts, dedupe, keep} ('' = none). Returns {'0', id, flat hash} for an existing job, or
--- {'1', id, state, due, seq, error}.
-local function enqueue_one(a, now)
+-- {'1', id, state, due, seq, error}. `hand`: a job due now without parents may be handed over
+-- to a waiting worker (idle_taker): leased to it in this step, as its claim would lease it (the
+-- row, the lease's indexes, the execution's start entry), marked in P:handed:<holder> and pushed
+-- on P:hand:<holder>, which the holder's wait() pops: its claim returns it without a round trip
+-- (RedisStore.claim). The reply still says 'pending': so it was, within this atomic step.
+local function enqueue_one(a, now, hand)
   local id, q, key = a[1], a[3], a[8]
   local ex, flat = load(id)
   if ex then
@@ -501,13 +570,44 @@ local function enqueue_one(a, now)
   local seq = redis.call('INCR', P .. ':seq')
   local due = (a[7] ~= '') and tonumber(a[7]) or now + tonumber(a[6])
   local m = member(tonumber(a[5]), due, seq, id)
-  local f = {'t', a[2], 'q', q, 'p', a[4], 'pr', a[5], 's', string.format('%d', seq), 'a', '0', 'ma', a[11], 'b', a[11],
-    'dd', a[12], 'kp', a[13], 'ca', num(now), 'd', num(due), 'st', 'pending', 'm', m}
+  local w = hand and a[10] == '' and due <= now and idle_taker(q, now)
+  local f
+  if w then
+    local le = now + w.lease
+    f = {'t', a[2], 'q', q, 'p', a[4], 'pr', a[5], 's', string.format('%d', seq), 'a', '1', 'ma', a[11], 'b', a[11],
+      'dd', a[12], 'kp', a[13], 'ca', num(now), 'd', num(due), 'st', 'running', 'm', m, 'sa', num(now),
+      'tk', w.base .. '0000-' .. id, 'le', num(le), 'ls', num(w.lease), 'h', w.h}
+    w.le = le
+  else
+    f = {'t', a[2], 'q', q, 'p', a[4], 'pr', a[5], 's', string.format('%d', seq), 'a', '0', 'ma', a[11], 'b', a[11],
+      'dd', a[12], 'kp', a[13], 'ca', num(now), 'd', num(due), 'st', 'pending', 'm', m}
+  end
   local j = {q = q, pr = a[5], s = seq, dd = a[12], kp = a[13]}
   if key ~= '' then table.insert(f, 'k'); table.insert(f, key) end
   if a[9] ~= '' then table.insert(f, 'g'); table.insert(f, a[9]) end
   if a[10] ~= '' then table.insert(f, 'af'); table.insert(f, a[10]) end
   redis.call('HSET', jk(id), unpack(f))
+  if w then
+    -- The lease's indexes, as claim.lua writes them for a queue without limits.
+    redis.call('SADD', P .. ':queues', q)
+    later('ZADD', P .. ':created', num(now), id)
+    if key ~= '' then redis.call('HSET', P .. ':keys', key, id) end
+    later('SADD', qk(q, 'run'), id)
+    if a[9] ~= '' then redis.call('HINCRBY', qk(q, 'grun'), a[9], '1') end
+    later('ZADD', P .. ':leases', num(w.le), id)
+    later('SADD', P .. ':hold:' .. w.h, id)
+    redis.call('SADD', P .. ':holders', w.h)
+    redis.call('RPUSH', P .. ':exec:' .. id,
+      '{"a":1,"h":' .. cjson.encode(w.host) .. ',"p":' .. w.pid .. ',"s":"' .. num(now) .. '"}')
+    -- The job itself, as claim.lua's reply gives a lease, for the holder's wait() to pop; the
+    -- same text in P:handed, so that giving the job back takes it off the list too.
+    local entry = '[' .. cjson.encode(id) .. ',' .. cjson.encode(f) .. ',[],[]]'
+    redis.call('HSET', P .. ':handed:' .. w.h, id, entry)
+    if redis.call('RPUSH', P .. ':hand:' .. w.h, entry) > 8 then
+      redis.call('LTRIM', P .. ':hand:' .. w.h, -8, -1)
+    end
+    return {'1', id, 'pending', num(due), seq, ''}
+  end
   redis.call('SADD', P .. ':queues', q)
   later('ZADD', P .. ':created', num(now), id)
   if a[10] ~= '' then

@@ -6,9 +6,10 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:job:<id>,
 --   P:steps:<id>, P:exec:<id>, P:q:<q>:ready|sched|run|grun|starts|gs:<group>, P:leases,
---   P:holders, P:hold:<holder>, P:limited, P:paused
--- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, then 8 values
---   per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
+--   P:holders, P:hold:<holder>, P:limited, P:paused, P:q:<q>:idle, P:queues
+-- ARGV: now ('' = server TIME), holder id, hostname, pid, token base (hex), limit, '1' when the
+--   holder waits for handovers (it registers when it finds nothing: see nothing_due), then 8
+--   values per queue: name, lease seconds, concurrency, rate starts, rate period, group concurrency,
 --   group rate starts, group rate period ('' = no limit)
 -- Returns the JSON text of {now, {{id, flat job hash as read, flat fields written, flat steps
 -- hash}, ...}} (an empty Lua table encodes as {}); the fields written go in place over the
@@ -20,7 +21,7 @@ local now = clock(ARGV[1])
 -- two per queue and answered at once: the whole claim below cost about 100k instructions of the
 -- server's to find the same.
 local function nothing_due()
-  for i = 7, #ARGV, 8 do
+  for i = 8, #ARGV, 8 do
     if redis.call('EXISTS', qk(ARGV[i], 'ready')) == 1
       or redis.call('ZCOUNT', qk(ARGV[i], 'sched'), '-inf', num(now)) > 0 then
       return false
@@ -29,6 +30,23 @@ local function nothing_due()
   return true
 end
 if nothing_due() then
+  if ARGV[7] ~= '' then
+    -- A worker with room that found nothing (and waits on P:hand:<holder>: see RedisStore.wait)
+    -- registers for each queue without limits that holds jobs (purge deletes the registrations
+    -- with their queue), until IDLE_FOR from now: a single enqueue may hand its job over to it
+    -- (_lib.lua, enqueue_one). The claim's token base, which no other claim has, names the
+    -- lease then ('0000': this claim's own leases count from 1).
+    local tail = '\t' .. ARGV[5] .. '\t'
+    local who = '\t' .. ARGV[3] .. '\t' .. string.format('%d', ARGV[4])
+    for i = 8, #ARGV, 8 do
+      if ARGV[i + 2] == '' and ARGV[i + 3] == '' and ARGV[i + 5] == '' and ARGV[i + 6] == ''
+        and redis.call('SISMEMBER', P .. ':queues', ARGV[i]) == 1 then
+        redis.call('HSET', qk(ARGV[i], 'idle'), ARGV[2], num(now + IDLE_FOR) .. tail .. ARGV[i + 1] .. who)
+        local hints = idle_hint[P] or {}
+        hints[ARGV[i]], idle_hint[P] = true, hints
+      end
+    end
+  end
   return '["' .. num(now) .. '",{}]'  -- cjson.encode({num(now), {}})
 end
 
@@ -71,7 +89,7 @@ local batch = math.min(math.max(limit * 2, 16), 500)
 -- marker there is safe: the job that next becomes due pushes a wake-up token of its own, and
 -- the claim that then finds it marks the queue.
 local qs, names, due_qs = {}, {}, {}
-for i = 7, #ARGV, 8 do
+for i = 8, #ARGV, 8 do
   local s = {name = ARGV[i], lease = tonumber(ARGV[i + 1]), gc = opt(ARGV[i + 5]),
     grn = opt(ARGV[i + 6]), grp = opt(ARGV[i + 7]), pos = 1, taken = {}, groups = {},
     avail = limit}
@@ -213,6 +231,12 @@ while #out < limit and scanned < cap do
   if not best then break end
   best.pos, scanned = best.pos + 1, scanned + 1
   take(best, string.sub(bm, 41), bm)
+end
+if ARGV[7] ~= '' and #out == limit then
+  -- Full now: registrations this holder left as a waiting worker go (see nothing_due above).
+  for _, s in ipairs(qs) do
+    redis.call('HDEL', qk(s.name, 'idle'), holder)
+  end
 end
 for _, s in ipairs(qs) do
   if #s.taken > 0 then

@@ -135,6 +135,9 @@ class Connection:
     def _build(self) -> None:
         self._local = threading.local()
         self._clients: list[redis.Redis] = []
+        self._sender: redis.Redis | None = None  # send_only's client, shared by the threads
+        self._send_lock = threading.Lock()
+        self._unread = 0  # replies of send_only's commands not read yet
         self._pid = os.getpid()
 
     def client(self) -> redis.Redis:
@@ -162,6 +165,35 @@ class Connection:
             with self._lock:
                 self._clients.append(client)
         return client
+
+    def send_only(self, args: list[Any]) -> None:
+        """Send one command without waiting for its reply, on a connection of its own (one per
+        process, its threads taking turns): the caller goes on at once, the command is on its
+        way to the server (in the kernel's buffer: a process that dies next still sends it).
+        The replies of earlier ones, long arrived, are read before; an error reply is ignored
+        (the command must be one whose failure the caller can live with). A connection error
+        raises redis.ConnectionError / TimeoutError, as a call would."""
+        self.client()  # rebuilt after a fork
+        with self._send_lock:
+            sender = self._sender
+            if sender is None:
+                sender = self._sender = self._make(self.round_trip, single=True)
+                with self._lock:
+                    self._clients.append(sender)
+            conn = sender.connection
+            assert conn is not None  # a single-connection client has its connection from the start
+            try:
+                while self._unread:
+                    self._unread -= 1
+                    try:
+                        conn.read_response()
+                    except redis.ResponseError:
+                        pass
+                conn.send_packed_command(conn.pack_command(*args))
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._unread = 0  # redis-py dropped the socket: nothing more to read on it
+                raise
+            self._unread += 1
 
     def unavailable(self, err: Exception) -> StoreUnavailable:
         return StoreUnavailable(f"Redis store {self.masked} is unreachable: {mask(str(err))}")

@@ -2,7 +2,9 @@
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:seq, P:job:<id>,
 --   P:steps:<id>, P:exec:<id> (replaced jobs), P:deps:<parent>, P:q:<q>:ready|sched|wake, P:queues,
---   P:keys, P:st:<state>, P:counts, P:expiry
+--   P:keys, P:st:<state>, P:counts, P:expiry; for a job handed to a waiting worker (enqueue_one):
+--   P:q:<q>:idle|run|grun, P:paused, P:leases, P:holders, P:hold:<holder>, P:hand:<holder>,
+--   P:handed:<holder>
 -- ARGV[1] = now ('' = server TIME)
 -- ARGV[2] = JSON array of jobs, each an array of 13 strings: id, task, queue, payload,
 --   priority, delay, at, key, group, after (JSON array), max attempts, dedupe, keep ('' = none)
@@ -18,7 +20,9 @@ local single = #ARGV == 14
 if single and ARGV[11] == '' then
   -- One job without parents (the commonest call): its values straight from ARGV, its result
   -- array the reply (no batch tables, no parents to look up).
-  local one = enqueue_one({unpack(ARGV, 2, 14)}, now)
+  -- On the server's clock only (a caller's `now` may be a test's, and a handed lease's expiry
+  -- must be on the clock its holder renews it by), it may be handed to a waiting worker.
+  local one = enqueue_one({unpack(ARGV, 2, 14)}, now, ARGV[1] == '')
   flush()
   return {num(now), unpack(one)}
 end

@@ -4,7 +4,7 @@
 -- all, so nothing stays behind.
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:expiry, P:job:<id>,
---   P:steps:<id>, P:exec:<id>, P:deps:<parent>, P:st:<state>, P:counts, P:queues, P:q:<q>:wake,
+--   P:steps:<id>, P:exec:<id>, P:deps:<parent>, P:st:<state>, P:counts, P:queues, P:q:<q>:wake|idle,
 --   P:limited, P:holders, P:hold:<holder> (reads only), P:seq, P:created, P:ended:<outcome>,
 --   P:ended (older layout), P:dur:*, P:dursum
 -- ARGV: now ('' = server TIME), limit
@@ -30,7 +30,7 @@ for _, q in ipairs(redis.call('SMEMBERS', P .. ':queues')) do
     and redis.call('HEXISTS', ck, q .. '\tfailed') == 0
     and redis.call('HEXISTS', ck, q .. '\tcancelled') == 0 then
     redis.call('SREM', P .. ':queues', q)
-    redis.call('DEL', qk(q, 'wake'))
+    redis.call('DEL', qk(q, 'wake'), qk(q, 'idle'))
   end
 end
 -- A marker of a queue that holds no job (forgotten above, or claimed from but never given a

@@ -5,7 +5,7 @@
 -- KEYS[1] = P:seq
 -- ARGV: now ('' = server TIME), the settlements as settle.lua's ARGV[2] (or '' and one
 --   settlement's 7 values), then claim.lua's ARGV from its second value on (holder id, hostname,
---   pid, token base, limit, 8 values per queue)
+--   pid, token base, limit, handover flag, 8 values per queue)
 -- Returns {settle.lua's reply, claim.lua's reply}.
 -- One clock read for both parts: the server's TIME once (num keeps the text exact, %.17g), where
 -- each part read it on its own.

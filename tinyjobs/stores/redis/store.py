@@ -7,9 +7,12 @@ transaction shared with the caller's data, so `enqueue(conn=...)` is refused (JO
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -40,6 +43,9 @@ class RedisStore(RedisViews):
         self._scripts = Scripts(self.base + ":seq")
         # wait(): the next scheduled due time (time.monotonic()) per set of queues, while known.
         self._due_at: dict[tuple[str, ...], float] = {}
+        # Who claims from a set of queues and waits on them (handovers: see _hand_flag).
+        self._claimers: dict[frozenset[str], _Claimer | None] = {}
+        self._claimers_pid = os.getpid()
         try:
             self._conn.client().ping()
         except (redis.ConnectionError, redis.TimeoutError) as err:
@@ -99,14 +105,80 @@ class RedisStore(RedisViews):
         connection error once sent (leases it took would expire and be reaped)."""
         if limit <= 0 or not queues:
             return []
-        return self._claimed(self._run("claim", self._claim_args(queues, holder, limit, now), safe=False))
+        hand = self._hand_flag(queues, holder, now)
+        handed = self._take_handed(queues, holder, limit) if hand else []
+        if handed:  # only what was handed over: nothing else was due when it was (enqueue_one)
+            return handed
+        args = self._claim_args(queues, holder, limit, now, hand)
+        return self._claimed(self._run("claim", args, safe=False))
+
+    def _take_handed(self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int) -> list[Claimed]:
+        """Up to `limit` of the jobs wait() popped from P:hand:<holder> (handed over by an
+        enqueue, already leased to the holder), taken: each is removed from P:handed:<holder>
+        before it is returned, so that a job a worker may have started is never given back as
+        never taken (end_leases, reap). The removal is sent without waiting for its reply
+        (Connection.send_only: no round trip before the job starts); when that send fails it
+        is made as a call, and when that fails too the jobs stay in hand and StoreUnavailable
+        is raised, as for a claim that could not reach the server."""
+        claimer = self._claimers.get(frozenset(queues))
+        if claimer is None or not claimer.stash or claimer.holder.id != holder.id:
+            return []
+        with claimer.lock:
+            entries, claimer.stash = claimer.stash[:limit], claimer.stash[limit:]
+        parsed = [json.loads(text) for text in entries]
+        args = ["HDEL", f"{self.base}:handed:{holder.id}", *(entry[0] for entry in parsed)]
+        try:
+            try:
+                self._conn.send_only(args)
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._conn.call(lambda c: execute(c, args))
+        except BaseException:
+            with claimer.lock:
+                claimer.stash[:0] = entries
+            raise
+        out = []
+        for job_id, flat, _changed, _steps in parsed:
+            h = codec.pairs(flat)
+            out.append(Claimed(codec.from_hash(job_id, h, float(h["sa"])), h["tk"], float(h["ls"]), {}))
+        return out
+
+    def _hand_flag(self, queues: Mapping[str, QueuePolicy], holder: Holder, now: float | None) -> str:
+        """claim.lua's handover flag: '1' when the holder, once its claim finds nothing, may be
+        registered as a waiting worker that a single enqueue hands its job over to (enqueue_one:
+        leased to it at once; its wait() pops the token on P:hand:<holder>, its next claim
+        returns the job). Only for this process's holder claiming on the server's clock (a
+        handed lease is timed by it) through this store, once it has waited on the same queues
+        here (a caller that claims without waiting would leave handed jobs to its next claim).
+        A second holder claiming the same queues through this store (two workers in one
+        process) turns handovers off for them: the waiter could be the other one."""
+        if now is not None:
+            return ""
+        if self._claimers_pid != os.getpid():  # forked: the parent's claimers are not ours
+            self._claimers, self._claimers_pid = {}, os.getpid()
+        names = frozenset(queues)
+        known = self._claimers.get(names, _UNSEEN)
+        if known is _UNSEEN:
+            known = _Claimer(holder) if holder.pid == os.getpid() else None
+            self._claimers[names] = known
+        elif known is not None and known.holder.id != holder.id:
+            known = self._claimers[names] = None
+        return "1" if known is not None and known.waits else ""
 
     @staticmethod
     def _claim_args(
-        queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+        queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None, hand: str
     ) -> list[Any]:
-        """claim.lua's ARGV: now, the holder, a random token base, the limit, then each queue."""
-        args = [codec.now_arg(now), holder.id, holder.hostname, holder.pid, secrets.token_hex(8), int(limit)]
+        """claim.lua's ARGV: now, the holder, a random token base, the limit, the handover flag,
+        then each queue."""
+        args = [
+            codec.now_arg(now),
+            holder.id,
+            holder.hostname,
+            holder.pid,
+            secrets.token_hex(8),
+            int(limit),
+            hand,
+        ]
         for policy in queues.values():
             args.extend(codec.policy_args(policy))
         return args
@@ -150,12 +222,21 @@ class RedisStore(RedisViews):
         after a lost claim."""
         if not settlements or limit <= 0 or not queues:
             return self.settle(settlements, now), self.claim(queues, holder, limit, now)
-        args = [codec.now_arg(now), *_packed(settlements), *self._claim_args(queues, holder, limit, now)[1:]]
+        hand = self._hand_flag(queues, holder, now)
+        handed = self._take_handed(queues, holder, limit) if hand else []
+        if len(handed) >= limit:
+            return self.settle(settlements, now), handed
+        limit -= len(handed)
+        args = [
+            codec.now_arg(now),
+            *_packed(settlements),
+            *self._claim_args(queues, holder, limit, now, hand)[1:],
+        ]
         try:
             applied, claimed = self._run("settle_claim", args, safe=False)
         except StoreUnavailable:
-            return self.settle(settlements, now), []
-        return [bool(x) for x in applied], self._claimed(claimed)
+            return self.settle(settlements, now), handed
+        return [bool(x) for x in applied], handed + self._claimed(claimed)
 
     def settle(self, settlements: Sequence[Settlement], now: float | None = None) -> list[bool]:
         """All settlements in one atomic script (group commit). Repeated after a lost reply: the
@@ -240,7 +321,11 @@ class RedisStore(RedisViews):
         never past the next scheduled due time, so a delayed job starts on time. That due time is
         read again only when it may have changed (an 's' token: a job was scheduled; a wait that
         ended without a token; the time reached), so a busy queue's wake-ups ('1') cost the
-        blocking pop alone. Idle, it costs one blocked connection and no CPU."""
+        blocking pop alone. Idle, it costs one blocked connection and no CPU.
+
+        A store whose holder claims from these queues pops P:hand:<holder> first: a job a single
+        enqueue handed over to it (enqueue_one), already leased to it; it is kept for the next
+        claim, which returns it without a round trip (_take_handed)."""
         if not queues or timeout <= 0:
             return False
         names = tuple(queues)
@@ -256,8 +341,17 @@ class RedisStore(RedisViews):
         blocking = self._conn.blocking()
         block = min(timeout, until_due, BLOCK_AT_MOST)
         keys = [f"{self.base}:q:{q}:wake" for q in names]
+        claimer = self._claimers.get(frozenset(names))
+        hand = None
+        if claimer is not None and self._claimers_pid == os.getpid():
+            claimer.waits = True  # its claims that find nothing register it (claim.lua)
+            hand = f"{self.base}:hand:{claimer.holder.id}"
+            keys.insert(0, hand)  # jobs handed over to it first
         popped = self._conn.call(lambda c: execute(blocking, ["BLPOP", *keys, block]))
-        if not popped or popped[1] != "1":
+        if popped and claimer is not None and popped[0] == hand:
+            with claimer.lock:
+                claimer.stash.append(popped[1])  # a job handed over: the next claim returns it
+        elif not popped or popped[1] != "1":
             self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
 
@@ -295,6 +389,20 @@ class RedisStore(RedisViews):
 
     def close(self) -> None:
         self._conn.close()
+
+
+@dataclass
+class _Claimer:
+    """The holder that claims from a set of queues through this store, whether it has waited
+    on them here, and the jobs handed over to it that wait() popped and no claim took yet."""
+
+    holder: Holder
+    waits: bool = False
+    stash: list[str] = field(default_factory=list)  # jobs wait() popped from P:hand:<holder>
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_UNSEEN: Any = object()
 
 
 def _packed(settlements: Sequence[Settlement]) -> list[str]:
