@@ -207,3 +207,32 @@ def test_purge_forgets_registrations_with_their_queue(redis_store):
     wait_registered(redis_store, holder)
     assert redis_store.purge(now=redis_store.now() + 10**7) == 1
     assert not raw(redis_store).exists(f"{redis_store.base}:q:default:idle")
+
+
+SHORT = {"default": QueuePolicy("default", lease=1.0)}
+
+
+def test_a_popped_job_given_back_before_its_claim_is_not_started_on_the_lease_it_lost(redis_store):
+    """A job popped by wait() whose handed lease the reaper gave back before the holder's claim
+    took it waits again: the claim must not return the handed lease (a job given back would run
+    on a lease that is gone, beside the worker that claims it next); it claims the job afresh."""
+    holder, waiter = handed_over(redis_store, SHORT)
+    redis_store.enqueue([NewJob("a", "work")])
+    assert waiter.join() is True
+    handed_token = raw(redis_store).hget(f"{redis_store.base}:job:a", "tk")
+    assert redis_store.reap(now=redis_store.now() + 2) == 1  # given back: never taken
+    assert redis_store.get("a").state == "waiting"
+    [claimed] = redis_store.claim(SHORT, holder, 8)
+    assert claimed.job.id == "a" and claimed.token != handed_token  # a lease of its own
+    assert redis_store.get("a").state == "running"
+    assert redis_store.renew([claimed.token])[claimed.token] == "ok"
+
+
+def test_a_popped_job_whose_lease_is_near_its_end_is_still_taken_when_it_was_not_given_back(redis_store):
+    holder, waiter = handed_over(redis_store, SHORT)
+    redis_store.enqueue([NewJob("a", "work")])
+    assert waiter.join() is True
+    [claimed] = redis_store.claim(SHORT, holder, 8)
+    assert claimed.job.id == "a" and claimed.lease == 1.0
+    assert not raw(redis_store).exists(f"{redis_store.base}:handed:{holder.id}")  # taken
+    assert redis_store.renew([claimed.token])[claimed.token] == "ok"

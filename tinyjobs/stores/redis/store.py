@@ -125,20 +125,32 @@ class RedisStore(RedisViews):
             return []
         with claimer.lock:
             entries, claimer.stash = claimer.stash[:limit], claimer.stash[limit:]
-        parsed = [json.loads(text) for text in entries]
-        args = ["HDEL", f"{self.base}:handed:{holder.id}", *(entry[0] for entry in parsed)]
+        handed_key = f"{self.base}:handed:{holder.id}"
+        parsed = [(job_id, codec.pairs(flat)) for job_id, flat, _changed, _steps in map(json.loads, entries)]
+        # A lease near its end may have been given back already (reap: handed, never taken), and
+        # a job given back must not start here: such a one is taken by a call whose reply says
+        # whether it was still ours. The others' removal goes without waiting (this host's clock
+        # against the server's: HANDED_SURE covers their difference and the reaper's turn).
+        cutoff = time.time() + HANDED_SURE
+        sure = [job_id for job_id, h in parsed if float(h["le"]) > cutoff]
+        unsure = [job_id for job_id, h in parsed if float(h["le"]) <= cutoff]
         try:
-            try:
-                self._conn.send_only(args)
-            except (redis.ConnectionError, redis.TimeoutError):
-                self._conn.call(lambda c: execute(c, args))
+            if sure:
+                args = ["HDEL", handed_key, *sure]
+                try:
+                    self._conn.send_only(args)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    self._conn.call(lambda c: execute(c, args))
+            if unsure:
+                removed = self._conn.call(lambda c: [execute(c, ["HDEL", handed_key, i]) for i in unsure])
+                gone = {job_id for job_id, ours in zip(unsure, removed, strict=True) if not ours}
+                parsed = [(job_id, h) for job_id, h in parsed if job_id not in gone]
         except BaseException:
             with claimer.lock:
                 claimer.stash[:0] = entries
             raise
         out = []
-        for job_id, flat, _changed, _steps in parsed:
-            h = codec.pairs(flat)
+        for job_id, h in parsed:
             out.append(Claimed(codec.from_hash(job_id, h, float(h["sa"])), h["tk"], float(h["ls"]), {}))
         return out
 
@@ -403,6 +415,9 @@ class _Claimer:
 
 
 _UNSEEN: Any = object()
+# A handed job whose lease ends within this many seconds (by this host's clock) is taken by a
+# call that confirms it was still handed to the holder (_take_handed), not sent without a reply.
+HANDED_SURE = 2.0
 
 
 def _packed(settlements: Sequence[Settlement]) -> list[str]:
