@@ -54,6 +54,22 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     return value, job_id
 
 
+SEQ_MARK = "seq"  # the id part of a cursor of a browse by seq: it names a seq, not a (created_at, id)
+
+
+def seq_cursor(seq: int) -> str:
+    """The cursor of the rows below `seq` (SQLite and PostgreSQL browse by seq)."""
+    return encode_cursor(float(seq), SEQ_MARK)
+
+
+def seq_of(cursor: str) -> int:
+    """The seq of a cursor from seq_cursor; ConfigError for any other."""
+    value, mark = decode_cursor(cursor)
+    if mark != SEQ_MARK or value != int(value):
+        raise ConfigError(f"cursor {cursor[:40]!r} is not one that browse returned")
+    return int(value)
+
+
 def like_pattern(text: str) -> str:
     """`text` with LIKE's wildcards escaped (ESCAPE '\\'), for a substring or prefix match."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from ...errors import ConfigError
 from ...job import Job
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
 from ..rules import DELETED
@@ -28,10 +27,10 @@ from ..views import (
     check_browse,
     check_queue,
     check_series,
-    decode_cursor,
-    encode_cursor,
     gather_stats,
     liveness,
+    seq_cursor,
+    seq_of,
     stored_state,
 )
 from . import settle
@@ -61,20 +60,6 @@ DENSITY = 20.0  # rows per 8 kB page assumed for a jobs table never analyzed (~4
 WINDOW = 50_000
 BEYOND = 2**63 - 1  # above every seq: the first page of an unfiltered browse starts here
 SEQ = COLUMNS.index("seq")
-SEQ_MARK = "seq"  # the id part of a cursor: it names a seq, not a (created_at, id)
-
-
-def seq_cursor(seq: int) -> str:
-    """The cursor of the rows below `seq`."""
-    return encode_cursor(float(seq), SEQ_MARK)
-
-
-def seq_of(cursor: str) -> int:
-    """The seq of a cursor from seq_cursor; ConfigError for any other."""
-    value, mark = decode_cursor(cursor)
-    if mark != SEQ_MARK or value != int(value):
-        raise ConfigError(f"cursor {cursor[:40]!r} is not one that browse returned")
-    return int(value)
 
 
 class PostgresViews(_Base):

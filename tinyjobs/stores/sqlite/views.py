@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from tinyjobs.errors import ConfigError
 from tinyjobs.job import Job
 
 from ..base import ExecutionStats, JobFilter, QueueStats, WorkerBeat
@@ -28,10 +27,10 @@ from ..views import (
     check_browse,
     check_queue,
     check_series,
-    decode_cursor,
-    encode_cursor,
     gather_stats,
     liveness,
+    seq_cursor,
+    seq_of,
     stored_state,
 )
 from .lifecycle import cancel_dependents, delete_jobs
@@ -52,19 +51,6 @@ else:
 # written per enqueue is what migration 3 took away).
 WINDOW = 50_000
 EXACT_SERIES = 6 * 3600  # finished_series reads the executions for windows up to this long
-SEQ_MARK = "seq"  # the id part of a SQLite cursor: it names a seq, not a (created_at, id)
-
-
-def seq_cursor(seq: int) -> str:
-    """The cursor of rows below `seq`."""
-    return encode_cursor(float(seq), SEQ_MARK)
-
-
-def seq_of(cursor: str) -> int:
-    value, mark = decode_cursor(cursor)
-    if mark != SEQ_MARK or value != int(value):
-        raise ConfigError(f"cursor {cursor[:40]!r} is not one that browse returned")
-    return int(value)
 
 
 def paused_queues(db: sqlite3.Connection) -> set[str]:
