@@ -66,6 +66,22 @@ def handed_over(store, queues=QUEUES) -> tuple[Holder, Waiter]:
     return holder, Waiter(store, queues)
 
 
+def handed_a_job(store, popped: bool) -> Holder:
+    """A job "a" (one attempt at most) handed over to a registered worker: popped by its wait()
+    or, when not `popped`, left on its list (its wait() never came)."""
+    if popped:
+        holder, waiter = handed_over(store)
+    else:
+        holder = become_idle(store)
+        wait_registered(store, holder)
+    store.enqueue([NewJob("a", "work", max_attempts=1)])
+    if popped:
+        assert waiter.join() is True
+    else:
+        assert store.get("a").state == "running"
+    return holder
+
+
 def test_a_single_enqueue_hands_its_job_to_a_waiting_worker(redis_store):
     holder, waiter = handed_over(redis_store)
     started = time.monotonic()
@@ -96,16 +112,7 @@ def test_a_single_enqueue_hands_its_job_to_a_waiting_worker(redis_store):
 def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_ends(redis_store, popped):
     """Popped by wait() or not, a job no claim took never started (a worker that stops between
     its pop and its claim, or dies before either)."""
-    if popped:
-        holder, waiter = handed_over(redis_store)
-    else:
-        holder = become_idle(redis_store)
-        wait_registered(redis_store, holder)
-    redis_store.enqueue([NewJob("a", "work", max_attempts=1)])
-    if popped:
-        assert waiter.join() is True
-    else:
-        assert redis_store.get("a").state == "running"
+    holder = handed_a_job(redis_store, popped)
     assert redis_store.holders(holder.host) == [holder]
     assert redis_store.end_leases([holder]) == 1
     back = redis_store.get("a", executions=True)
@@ -121,14 +128,7 @@ def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_e
 
 @pytest.mark.parametrize("popped", [True, False])
 def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_lease_expires(redis_store, popped):
-    if popped:
-        holder, waiter = handed_over(redis_store)
-    else:
-        holder = become_idle(redis_store)
-        wait_registered(redis_store, holder)
-    redis_store.enqueue([NewJob("a", "work", max_attempts=1)])
-    if popped:
-        assert waiter.join() is True
+    holder = handed_a_job(redis_store, popped)
     assert redis_store.reap(now=redis_store.now() + 31) == 1
     # Never popped, it is off the holder's list too: its wait() will not get it later.
     assert not raw(redis_store).exists(f"{redis_store.base}:hand:{holder.id}")
