@@ -351,10 +351,12 @@ class Store(Protocol):
         limit: int = 50,
         now: float | None = None,
     ) -> tuple[list[Job], str | None]:
-        """One page of the jobs that match `filter`, newest first by (created_at, id), and the
-        cursor of the next page (None on the last). The cursor is opaque text naming the last
-        row's (created_at, id), so paging stays correct while jobs change state or new ones
-        arrive. `limit` is 1..BROWSE_MAX; a bad state, limit or cursor raises ConfigError."""
+        """One page of the jobs that match `filter`, newest first (by (created_at, id); SQLite
+        and PostgreSQL by enqueue order, `seq`: the same order whenever created_at grows with the
+        enqueues), and the cursor of the next page (None on the last). The cursor is opaque text
+        naming the last row read, so paging stays correct while jobs change state or new ones
+        arrive; a filtered page may come back short with a cursor (docs/store-contract.md).
+        `limit` is 1..BROWSE_MAX; a bad state, limit or cursor raises ConfigError."""
         ...
 
     def dependents(self, job_id: str, limit: int = 100) -> list[Job]:
