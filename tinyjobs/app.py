@@ -13,7 +13,7 @@ from .aio import AsyncCalls
 from .clock import Clock, TimeSource, app_clock
 from .durations import check_due, parse_duration, parse_rate
 from .errors import ConfigError, DuplicateTask, UnknownTask
-from .ids import new_id, new_ids  # noqa: F401 (new_id: importable from here as before)
+from .ids import new_id, new_ids
 from .job import Job
 from .serialization import DEFAULT_MAX_PAYLOAD, dump_args, dump_many
 from .stores import open_store
@@ -240,8 +240,20 @@ class App(AsyncCalls):
         """Add a job for the task named `task` with keyword arguments `args`."""
         if options:
             return self.enqueue_many([(task, args or {})], **options)[0]
-        # The common call (Task.enqueue without options), as enqueue_many without its repacking.
-        return self.store.enqueue(self.new_jobs([(task, args or {})], _NO_OPTIONS), self.clock.store_now())[0]
+        # The common call (Task.enqueue without options): one job, none of a batch's work.
+        return self.store.enqueue([self._plain_job(task, args or {})], self.clock.store_now())[0]
+
+    def _plain_job(self, name: str, args: dict[str, Any]) -> NewJob:
+        """`new_jobs([(name, args)], {})[0]`, spelled out for the one job of an enqueue without
+        options (no batch lists, no zip, no batch encoder): the same checks in the same order,
+        the same refusals, the same NewJob."""
+        template = self._plain.get(name)
+        if template is None:
+            template = self._plain.setdefault(name, self._template(name, _NO_OPTIONS))
+        task = self.tasks.get(name)
+        if task is not None:
+            task.check_args(args)
+        return filled(template, new_id(), dump_args(args, self.max_payload))
 
     def enqueue_many(self, items: Sequence[tuple[str, dict[str, Any]]], **options: Any) -> list[Job]:
         """Add many jobs in one atomic round trip; return their Jobs in order. Options apply to
