@@ -270,7 +270,8 @@ class Connections:
         if conn.closed or conn.broken:
             return
         try:
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            # libpq's status as it is (conn.info builds an object and an enum at each call)
+            if conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 conn.rollback()
         except psycopg.Error:
             self.discard(conn)

@@ -63,8 +63,10 @@ def exchange(conn: psycopg.Connection, statements: Sequence[tuple[Prepared, Sequ
     one are skipped by the server, and a transaction they were in is left aborted (the caller
     rolls it back). The connection is idle (autocommit, no psycopg pipeline) before and after."""
     pgconn = conn.pgconn
-    known = _prepared.setdefault(conn, set())
-    encoded = [(stmt, [_text(p) for p in params], _formats(params)) for stmt, params in statements]
+    known = _prepared.get(conn)
+    if known is None:  # get first: setdefault makes a weak reference at every call
+        known = _prepared.setdefault(conn, set())
+    encoded = [(stmt, *_encoded(params)) if params else (stmt, [], None) for stmt, params in statements]
     parsing: list[bytes | None] = []  # per reply owed: the name a Parse prepares, None for a statement
     synced = False
     pgconn.enter_pipeline_mode()
@@ -111,11 +113,28 @@ def _drain(conn: psycopg.Connection, synced: bool) -> None:
         pgconn.finish()
 
 
-def _formats(params: Sequence[Param]) -> list[int] | None:
-    """The parameters' formats: binary for bytes, text for the rest (None: all text)."""
-    if not any(type(p) is bytes for p in params):
-        return None
-    return [1 if type(p) is bytes else 0 for p in params]
+def _encoded(params: Sequence[Param]) -> tuple[list[bytes | None], list[int] | None]:
+    """The parameters as libpq takes them, and their formats: binary for bytes, text for the
+    rest (None: all text). One pass, the commonest types first (it runs for every parameter of
+    every statement sent)."""
+    values: list[bytes | None] = []
+    add = values.append
+    binary = False
+    for value in params:
+        if isinstance(value, str):
+            if "\x00" in value:  # libpq reads a text parameter up to its first NUL: refuse it
+                raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+            add(value.encode())
+        elif value is None:
+            add(None)
+        elif type(value) is bytes:
+            add(value)
+            binary = True
+        else:
+            add(_text(value))
+    if not binary:
+        return values, None
+    return values, [1 if type(p) is bytes else 0 for p in params]
 
 
 def _text(value: Param) -> bytes | None:
