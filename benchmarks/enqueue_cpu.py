@@ -1,4 +1,5 @@
 """Client CPU per job of building and adding jobs: `App.new_jobs` alone (no store), then
+the single enqueue's client path alone (a store that only builds the snapshot), then
 `Task.enqueue_many` of 1,000 and single `Task.enqueue` on the memory, SQLite, PostgreSQL and
 Redis stores (those whose URL is given), in process CPU time (time.process_time), best and
 median of --rounds.
@@ -15,9 +16,12 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import tinyjobs
+from tinyjobs.job import Job
+from tinyjobs.stores.base import NewJob
+from tinyjobs.stores.rules import created_snapshot
 
 
 def cpu_per_job(fn: Callable[[], int], rounds: int) -> tuple[float, float]:
@@ -47,7 +51,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=10, help="enqueue_many calls of 1,000 a round")
     ap.add_argument("--singles", type=int, default=2000, help="single enqueues a round")
-    ap.add_argument("--only", default="", help="comma-separated figures to run (new_jobs,memory,...)")
+    ap.add_argument("--only", default="", help="comma-separated figures to run (new_jobs,client,memory,...)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
 
@@ -63,6 +67,10 @@ def main() -> None:
         best, med = cpu_per_job(build, args.rounds)
         print(f"new_jobs (1,000 a call, no store)        best {best:6.2f}  median {med:6.2f} µs/job")
 
+    if not only or "client" in only:
+        best, med = cpu_per_job(client_path(args.singles * 10), args.rounds)
+        print(f"single enqueue, client path only         best {best:6.2f}  median {med:6.2f} µs/job")
+
     tmp = tempfile.mkdtemp()
     stores = {"memory": "memory://", "sqlite": f"sqlite:///{tmp}/bench.db"}
     if args.pg:
@@ -77,6 +85,39 @@ def main() -> None:
             f"{label:8s} enqueue_many(1000) best {bulk_best:6.2f} median {bulk_median:6.2f}   "
             f"enqueue best {one_best:7.1f} median {one_median:7.1f} µs/job"
         )
+
+
+class SnapshotStore:
+    """A store whose enqueue only builds the snapshot every store returns for a job it added
+    (rules.created_snapshot): what a single enqueue costs the client before any store's own
+    work (Task.enqueue, App, the NewJob, its JSON, its id, the snapshot)."""
+
+    url = "snapshot://"
+
+    def enqueue(self, jobs: Sequence[NewJob], now: float | None = None, conn: object = None) -> list[Job]:
+        return [created_snapshot(job, 0.0, 0.0) for job in jobs]
+
+    def now(self) -> float:
+        return time.time()
+
+    def close(self) -> None:
+        pass
+
+
+def client_path(n: int) -> Callable[[], int]:
+    """`n` single enqueues (Task.enqueue) on a SnapshotStore."""
+    app = tinyjobs.App(SnapshotStore())  # type: ignore[arg-type]
+
+    @app.task
+    def noop(run, i, t):
+        return None
+
+    def run() -> int:
+        for i in range(n):
+            noop.enqueue(i=i, t=1764700000.123456)
+        return n
+
+    return run
 
 
 def measure_store(url: str, args: argparse.Namespace) -> tuple[float, float, float, float]:
