@@ -86,12 +86,13 @@ class _HoldingTheGil:
         # The process's own symbols, the C library's among them: no find_library (it runs
         # ldconfig in a subprocess).
         libc = ctypes.PyDLL(None)
-        # Every parameter an int or a pointer and the result an int: ctypes' default
-        # conversions are exact, and cheaper than declared argtypes (this runs once a job).
         self.epoll_wait = libc.epoll_wait
-        self.read = libc.read  # size_t and ssize_t: declared
+        self.epoll_wait.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        self.epoll_wait.restype = ctypes.c_int
+        self.read = libc.read
         self.read.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
         self.read.restype = ctypes.c_ssize_t
+        self._events = threading.local()
 
     @classmethod
     def make(cls) -> _HoldingTheGil | None:
@@ -102,13 +103,12 @@ class _HoldingTheGil:
         except (OSError, AttributeError):
             return None
 
-    def events(self) -> ctypes.Array[ctypes.c_char]:
-        """A buffer for `ready` (one per listener: a listener is one thread's)."""
-        return ctypes.create_string_buffer(self.EVENTS * self.SIZE)
-
-    def ready(self, epoll_fd: int, buffer: ctypes.Array[ctypes.c_char]) -> list[int]:
+    def ready(self, epoll_fd: int) -> list[int]:
         """The descriptors on the epoll instance's ready list now ([] on any error: the wait
         that follows, through Python's epoll, sees them)."""
+        buffer = getattr(self._events, "buffer", None)
+        if buffer is None:
+            buffer = self._events.buffer = ctypes.create_string_buffer(self.EVENTS * self.SIZE)
         count = self.epoll_wait(epoll_fd, buffer, self.EVENTS, 0)
         if count <= 0:
             return []
@@ -171,7 +171,6 @@ class Listener:
         self._fds: dict[int, tuple[str, str, tuple[int, int] | None]] = {}
         self._buffer = bytearray(READ_AT_ONCE)
         self._address = ctypes.addressof(ctypes.c_char.from_buffer(self._buffer))  # for _HELD
-        self._events = _HELD.events() if _HELD is not None else None
         self._lock = threading.Lock()  # step_back and close, from different threads
         self._broken = False
         # A SCHEDULED token was read since the store last cleared this: the due time it
@@ -239,10 +238,10 @@ class Listener:
     def _waiting(self) -> bool:
         """Whether tokens that say jobs may be claimable were already waiting (all taken), as
         `_take` of an `epoll.poll(0)` tells; without letting the GIL go where _HELD exists."""
-        if _HELD is None or self._events is None:
+        if _HELD is None:
             return self._take(self._epoll.poll(0), waited=False)
         woken = False
-        for fd in _HELD.ready(self._epoll.fileno(), self._events):
+        for fd in _HELD.ready(self._epoll.fileno()):
             size = _HELD.read(fd, self._address, READ_AT_ONCE)
             woken = self._read(max(size, 0), waited=False) or woken
         return woken
