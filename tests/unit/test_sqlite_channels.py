@@ -16,7 +16,6 @@ import pytest
 
 from tinyjobs.holder import Holder
 from tinyjobs.stores.base import NewJob, QueuePolicy, Settlement, WorkerBeat
-from tinyjobs.stores.sqlite import channels as channels_module
 from tinyjobs.stores.sqlite import open as open_sqlite
 from tinyjobs.stores.sqlite import store as store_module
 from tinyjobs.stores.sqlite.channels import PASSED, SCHEDULED, TOKEN, Channels, _open_fifo, channel_path
@@ -404,34 +403,3 @@ def test_a_tokens_wake_up_reads_nothing_and_a_silent_commit_is_still_told(sq, tm
         assert any("data_version" in s for s in statements)
     finally:
         other.close()
-
-
-class _NoZeroPoll:
-    """An epoll instance whose poll(0) fails the test: the look at tokens already waiting must
-    not go through Python's epoll (it lets the GIL go and must take it back, see channels
-    _HoldingTheGil); the blocking wait still does."""
-
-    def __init__(self, epoll) -> None:
-        self.epoll = epoll
-
-    def poll(self, timeout=-1):
-        assert timeout != 0, "the look at waiting tokens let the GIL go (epoll.poll(0))"
-        return self.epoll.poll(timeout)
-
-    def __getattr__(self, name):
-        return getattr(self.epoll, name)
-
-
-@pytest.mark.skipif(getattr(channels_module, "_HELD", "") is None, reason="no epoll_wait through ctypes")
-def test_the_look_at_waiting_tokens_holds_the_gil(sq, tmp_path, monkeypatch):
-    monkeypatch.setattr(store_module, "SAFETY_TICK", 3600.0)  # only tokens end these waits
-    assert sq.wait(["default"], 0) is False  # the listener is made
-    listener = sq._channels._local.listener
-    listener._epoll = _NoZeroPoll(listener._epoll)
-    assert sq.wait(["default"], 0.01) is False  # nothing waiting (the wait itself may poll)
-    other = open_sqlite(f"sqlite:///{tmp_path}/jobs.db")
-    other.enqueue([NewJob(id="a", task="t")])  # a token waits in the FIFO
-    other._channels.pass_on(["default"])  # and a passed-on one, which ends nothing by itself
-    other.close()
-    assert sq.wait(["default"], 0.01) is True  # seen by the look, taken
-    assert sq.wait(["default"], 0.01) is False

@@ -38,14 +38,12 @@ holds the FIFO stays in it until one opens it (its first wait returns at once).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import hashlib
 import os
 import re
 import select
 import stat
-import sys
 import threading
 import time
 import weakref
@@ -63,61 +61,6 @@ READ_AT_ONCE = 65536  # a pipe's default capacity: one read takes every token it
 WRITER_CHECK = 1.0  # seconds between a writer's checks that its FIFO is still the one at the path
 _PLAIN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _EXCLUSIVE = getattr(select, "EPOLLEXCLUSIVE", 0)
-
-
-class _HoldingTheGil:
-    """epoll_wait(2) with a zero timeout and read(2), called through ctypes.PyDLL: without
-    letting the GIL go. For the look at tokens already waiting when a wait begins
-    (Listener.ready): both answer at once (the FIFOs are non-blocking), so holding the GIL
-    costs nothing, while `epoll.poll(0)` lets it go and must take it back. At a low rate a
-    worker's store watcher makes that look right after handing a job to its first slot, which
-    has the GIL by then: the watcher waited for it (a futex wait and two context switches per
-    job) only to find nothing and go to sleep in epoll_wait. The look is the epoll instance's,
-    as `epoll.poll(0)`'s: its ready list says which FIFOs hold tokens for this waiter (a FIFO
-    read without it would take tokens the kernel gave to a waiter ahead in line,
-    EPOLLEXCLUSIVE). None (see `make`) where the C library or the layout is unknown."""
-
-    EVENTS = 16  # ready FIFOs reported at once; more wait for the next look
-    # struct epoll_event: u32 events, then the u64 data whose first int Python's epoll sets to
-    # the descriptor; packed on x86-64 (12 bytes), aligned elsewhere (16).
-    SIZE, DATA = (12, 4) if os.uname().machine == "x86_64" else (16, 8)
-
-    def __init__(self) -> None:
-        # The process's own symbols, the C library's among them: no find_library (it runs
-        # ldconfig in a subprocess).
-        libc = ctypes.PyDLL(None)
-        self.epoll_wait = libc.epoll_wait
-        self.epoll_wait.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-        self.epoll_wait.restype = ctypes.c_int
-        self.read = libc.read
-        self.read.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
-        self.read.restype = ctypes.c_ssize_t
-        self._events = threading.local()
-
-    @classmethod
-    def make(cls) -> _HoldingTheGil | None:
-        if not sys.platform.startswith("linux") or not hasattr(select, "epoll"):
-            return None
-        try:
-            return cls()
-        except (OSError, AttributeError):
-            return None
-
-    def ready(self, epoll_fd: int) -> list[int]:
-        """The descriptors on the epoll instance's ready list now ([] on any error: the wait
-        that follows, through Python's epoll, sees them)."""
-        buffer = getattr(self._events, "buffer", None)
-        if buffer is None:
-            buffer = self._events.buffer = ctypes.create_string_buffer(self.EVENTS * self.SIZE)
-        count = self.epoll_wait(epoll_fd, buffer, self.EVENTS, 0)
-        if count <= 0:
-            return []
-        raw, size, data = buffer.raw, self.SIZE, self.DATA
-        starts = range(data, count * size, size)
-        return [int.from_bytes(raw[at : at + 4], sys.byteorder) for at in starts]
-
-
-_HELD = _HoldingTheGil.make()
 
 
 def channel_path(database: str, queue: str) -> str:
@@ -170,7 +113,6 @@ class Listener:
         # fd -> (queue, path, identity of the FIFO)
         self._fds: dict[int, tuple[str, str, tuple[int, int] | None]] = {}
         self._buffer = bytearray(READ_AT_ONCE)
-        self._address = ctypes.addressof(ctypes.c_char.from_buffer(self._buffer))  # for _HELD
         self._lock = threading.Lock()  # step_back and close, from different threads
         self._broken = False
         # A SCHEDULED token was read since the store last cleared this: the due time it
@@ -227,24 +169,13 @@ class Listener:
         spurious wake-up is allowed. SCHEDULED tokens alone end nothing: they set `scheduled`
         and return False at once (the store reads the due time again and waits on)."""
         try:
-            if self._waiting():
+            if self._take(self._epoll.poll(0), waited=False):
                 return True
             if self.scheduled:
                 return False  # the caller reads the due time again before it sleeps
             return self._take(self._epoll.poll(max(0.0, timeout)), waited=True)
         except InterruptedError:
             return True
-
-    def _waiting(self) -> bool:
-        """Whether tokens that say jobs may be claimable were already waiting (all taken), as
-        `_take` of an `epoll.poll(0)` tells; without letting the GIL go where _HELD exists."""
-        if _HELD is None:
-            return self._take(self._epoll.poll(0), waited=False)
-        woken = False
-        for fd in _HELD.ready(self._epoll.fileno()):
-            size = _HELD.read(fd, self._address, READ_AT_ONCE)
-            woken = self._read(max(size, 0), waited=False) or woken
-        return woken
 
     def _take(self, events: list[tuple[int, int]], waited: bool) -> bool:
         """Read the tokens of the channels that `events` name; whether they end the wait.
@@ -255,17 +186,14 @@ class Listener:
                 size = os.readv(fd, [self._buffer])
             except (BlockingIOError, InterruptedError):
                 size = 0
-            woken = self._read(size, waited) or woken
+            scheduled = self._buffer.count(SCHEDULED, 0, size) if size else 0
+            if scheduled:
+                self.scheduled = True
+            if waited:
+                woken = woken or size == 0 or scheduled < size
+            else:
+                woken = woken or self._buffer.find(TOKEN, 0, size) >= 0
         return woken
-
-    def _read(self, size: int, waited: bool) -> bool:
-        """What the `size` tokens just read into the buffer say: whether they end the wait."""
-        scheduled = self._buffer.count(SCHEDULED, 0, size) if size else 0
-        if scheduled:
-            self.scheduled = True
-        if waited:
-            return size == 0 or scheduled < size
-        return self._buffer.find(TOKEN, 0, size) >= 0
 
     def stale(self) -> bool:
         """Whether a channel's FIFO was removed or replaced (the writers now use another), or
