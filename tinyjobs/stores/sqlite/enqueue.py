@@ -11,7 +11,7 @@ from tinyjobs.stores.base import NewJob
 from tinyjobs.stores.rules import PENDING, created_snapshot, holds_id, initial_state, unknown_parent
 
 from .lifecycle import delete_jobs
-from .rows import Q, as_json, new_job_row, to_job
+from .rows import Q, as_json, new_job_row, plain_job_row, to_job
 
 
 def due_of(job: NewJob, now: float) -> float:
@@ -28,7 +28,7 @@ def enqueue_batch(cur: sqlite3.Cursor, jobs: Sequence[NewJob], now: float) -> li
         job = jobs[0]
         due = due_of(job, now)
         try:
-            cur.execute(Q["insert_job"], new_job_row(job, due, now, PENDING, None))
+            cur.execute(*plain_job_row(job, due, now))
         except sqlite3.IntegrityError as err:
             if "jobs.id" not in str(err):
                 raise
@@ -37,10 +37,14 @@ def enqueue_batch(cur: sqlite3.Cursor, jobs: Sequence[NewJob], now: float) -> li
     if _plain(cur, jobs):
         # The common case (fresh ids, no key, no dependencies): one executemany, no read-back.
         dues = [due_of(job, now) for job in jobs]
-        cur.executemany(
-            Q["insert_job"],
-            [new_job_row(job, due, now, PENDING, None) for job, due in zip(jobs, dues, strict=True)],
-        )
+        rows = [plain_job_row(job, due, now) for job, due in zip(jobs, dues, strict=True)]
+        if all(statement is rows[0][0] for statement, _ in rows):  # no None bound (plain_job_row)
+            cur.executemany(rows[0][0], [params for _, params in rows])
+        else:  # some jobs with a group, some without
+            cur.executemany(
+                Q["insert_job"],
+                [new_job_row(job, due, now, PENDING, None) for job, due in zip(jobs, dues, strict=True)],
+            )
         return [created_snapshot(job, due, now) for job, due in zip(jobs, dues, strict=True)]
     return [_enqueue_one(cur, job, now) for job in jobs]
 

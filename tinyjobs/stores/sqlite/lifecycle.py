@@ -161,12 +161,25 @@ def settle_done_batch(
         # The attempts' execution rows, written once (the job's row still holds the attempt:
         # settle_done leaves its holder there); an attempt an older version claimed has an
         # open row instead, which is closed.
-        executions = [
-            (seq, attempt, *holder_parts(holder), started, now, DONE, None, queue, group)
-            for seq, _, _, queue, attempt, started, holder, group, has_open in rows
-            if not has_open
-        ]
-        db.executemany(Q["insert_execution"], executions)
+        ended = [row for row in rows if not row[8]]  # no open row (an older version's claim)
+        if all(row[7] is None for row in ended):  # no group: no None bound (insert_execution_done)
+            executions: list[tuple] = [
+                (seq, attempt, *holder_parts(holder), started, now, queue)
+                for seq, _, _, queue, attempt, started, holder, _, _ in ended
+            ]
+            db.executemany(Q["insert_execution_done"], executions)
+        elif all(row[7] is not None for row in ended):
+            executions = [
+                (seq, attempt, *holder_parts(holder), started, now, queue, group)
+                for seq, _, _, queue, attempt, started, holder, group, _ in ended
+            ]
+            db.executemany(Q["insert_execution_done_group"], executions)
+        else:
+            executions = [
+                (seq, attempt, *holder_parts(holder), started, now, DONE, None, queue, group)
+                for seq, _, _, queue, attempt, started, holder, group, _ in ended
+            ]
+            db.executemany(Q["insert_execution"], executions)
         if len(executions) != len(rows):
             opened = ints_json(row[0] for row in rows if row[8])
             db.execute(Q["settle_close_done"], {"seqs": opened, "now": now})

@@ -125,6 +125,27 @@ def new_job_row(job: NewJob, due: float, now: float, state: str, error: str | No
     )
 
 
+def plain_job_row(job: NewJob, due: float, now: float) -> tuple[str, tuple]:
+    """The statement and parameters that insert a pending job without key or dependencies
+    (insert_job_plain: no None bound; insert_job_plain_group for a job with a group)."""
+    row = (
+        job.id,
+        job.task,
+        job.queue,
+        job.payload,
+        job.priority,
+        due,
+        job.max_attempts,
+        job.max_attempts,
+        job.dedupe,
+        job.keep,
+        now,
+    )
+    if job.group is None:
+        return Q["insert_job_plain"], row
+    return Q["insert_job_plain_group"], (*row, job.group)
+
+
 def to_execution(row: sqlite3.Row) -> Execution:
     return Execution(
         attempt=row["attempt"],

@@ -85,29 +85,16 @@ class SQLiteStore(SQLiteViews):
     def _now(self, now: float | None) -> float:
         return time.time() if now is None else now
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> _Write:
         """One write transaction on this thread's connection. The writes that can make jobs
         claimable wake their queues' channels after it commits (`_wake`): enqueue, resume,
         retry, and a settlement, reap or lost holder when it did. Heartbeats, claims (unless
         they leave jobs behind), renewals and the leader's lease wake nobody: an idle fleet's
         writes wake no worker."""
-        conn = self._pool.get()
-        try:
-            # connection.immediate() inlined: one generator frame less per write (every
-            # enqueue, claim and settle goes through here).
-            begin_immediate(conn, self.url, self._pause_for_lock)
-            try:
-                yield conn
-                conn.execute("COMMIT")
-                self._unlock.ring()
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.OperationalError as err:
-            raise StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}") from None
-        self._pool.written_to_current_file()
+        return _Write(self)
+
+    def _unavailable(self, err: sqlite3.Error) -> StoreUnavailable:
+        return StoreUnavailable(f"sqlite store {mask(self.url)!r}: {_explained(err, self.path)}")
 
     def _wake(self, queues: Iterable[str], scheduled: Iterable[str] = ()) -> None:
         """After a commit: one waiting thread of each queue of `queues` wakes (channels.py),
@@ -633,6 +620,49 @@ class SQLiteStore(SQLiteViews):
         self._pool.close()
         self._channels.close()
         self._unlock.close()
+
+
+class _Write:
+    """SQLiteStore._write's transaction: BEGIN IMMEDIATE (connection.begin_immediate), COMMIT
+    and the unlock bell, or ROLLBACK; then the check that the file is still the one at the path
+    (Pool.written_to_current_file). A class, not a @contextmanager generator: every enqueue and
+    settlement goes through here, and the generator's frame, its resumptions and contextlib's
+    wrapper cost more than two plain methods."""
+
+    __slots__ = ("store", "conn")
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self.store
+        try:
+            conn = self.conn = store._pool.get()
+            begin_immediate(conn, store.url, store._pause_for_lock)
+        except sqlite3.OperationalError as err:
+            raise store._unavailable(err) from None
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        store, conn = self.store, self.conn
+        try:
+            if kind is None:
+                try:
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                store._unlock.ring()
+            elif conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as err:
+            raise store._unavailable(err) from None
+        if kind is not None:
+            if issubclass(kind, sqlite3.OperationalError):
+                raise store._unavailable(error) from None  # type: ignore[arg-type]
+            return  # the caller's exception goes on
+        store._pool.written_to_current_file()
 
 
 def _limited(policy: QueuePolicy | None) -> bool:
