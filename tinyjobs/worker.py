@@ -59,8 +59,10 @@ LINGER = 0.005  # group commit: a finished attempt waits at most this long for o
 # Far above a store cycle (a few ms), far below what a job held behind a long one would wait.
 HOLD_FOR = 0.05
 # A job is short, for claiming ahead, when it ran within a store cycle (the worker's average
-# settle_and_claim call) or within this floor, whichever is longer.
-SHORT_FLOOR = 0.001
+# claiming call) or within this floor, whichever is longer: a job held behind short ones waits
+# no longer than that. Wall time, so a no-op job that waited for the GIL on a loaded machine
+# still counts as short (1 ms did not: it turned claiming ahead off now and then).
+SHORT_FLOOR = 0.01
 
 
 @dataclass(slots=True)
