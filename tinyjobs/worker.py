@@ -211,7 +211,8 @@ class Worker:
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
-        self.heartbeat.start(lambda: len(self.running))  # a thread: never delays a renewal
+        # A thread: never delays a renewal. Jobs in slots: those claimed ahead wait outside them.
+        self.heartbeat.start(lambda: len(self.running) - len(self._held))
         self._log.info("worker.started", slots=self.slots, queues=self.queues)
         if self.reaper is not None:
             self._store_call("end_leases", self.reaper.end_dead_holders)
@@ -567,6 +568,8 @@ class Worker:
 
     def _oldest_held(self) -> float | None:
         """When the oldest job claimed ahead and still waiting was claimed, or None."""
+        if not self._held:  # most turns: nothing held, no lock taken
+            return None
         with self._hand:
             return self._held[0].started if self._held else None
 
