@@ -691,7 +691,8 @@ class Worker:
             return False  # kept in self._unsettled; retried after the backoff
         for (entry, ending), ok in zip(batch, applied, strict=True):
             self.running.pop(entry.claimed.token, None)
-            self.finished += 1
+            if not entry.held:  # one claimed ahead and handed back unstarted ran no job
+                self.finished += 1
             self._log_ending(entry, ending, ok)
         batch.clear()
         for item in claimed:
