@@ -132,3 +132,48 @@ def test_a_long_job_running_stops_claiming_ahead():
         assert peak.get("held", 0) == 0, "no job claimed ahead while one runs long"
         release.set()
     app.close()
+
+
+def test_jobs_claimed_ahead_have_their_leases_renewed_with_the_running_ones(monkeypatch):
+    monkeypatch.setattr("tinyjobs.worker.HOLD_FOR", 60.0)  # held until the slow jobs end
+    app = tinyjobs.App("memory://")
+    app.queue("work", lease="1s")  # renewed every 0.5 s; the worker's reaper ends it after 1 s
+    release = threading.Event()
+
+    @app.task(queue="work")
+    def quick(run, n):
+        return None
+
+    @app.task(queue="work")
+    def slow(run):
+        release.wait(20)
+
+    renewed: list[set[str]] = []
+    renew = app.store.renew
+
+    def counted(tokens, now=None):
+        renewed.append(set(tokens))
+        return renew(tokens, now)
+
+    app.store.renew = counted  # type: ignore[method-assign]
+    warm = quick.enqueue_many([{"n": i} for i in range(20)])
+    with worker_thread(app, slots=2) as worker:
+        try:
+            check_renewals(app, worker, renewed, warm)
+        finally:
+            release.set()
+    app.close()
+
+
+def check_renewals(app, worker: Worker, renewed: list[set[str]], warm) -> None:
+    """Two slow jobs in both slots, two quick ones held behind them: the held ones' tokens are in
+    every renewal, and none of the four is reaped past its 1 s lease."""
+    wait_until(lambda: all(app.get(j.id).state == "done" for j in warm), timeout=30, what="the warm-up")
+    jobs = app.enqueue_many([("slow", {})] * 2 + [("quick", {"n": 0})] * 2)
+    wait_until(lambda: len(worker._held) == 2, timeout=10, what="two jobs held")
+    held = {entry.claimed.token for entry in list(worker._held)}
+    began = len(renewed)
+    wait_until(lambda: len(renewed) >= began + 3, timeout=10, what="three renewals (1.5 s, past the lease)")
+    assert all(held <= tokens for tokens in renewed[began:])
+    assert [app.get(j.id).state for j in jobs] == ["running"] * 4
+    assert all(app.get(j.id).attempts == 1 for j in jobs), "none reaped as expired"
