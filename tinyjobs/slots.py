@@ -204,13 +204,18 @@ class AsyncSlots:
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._starting = threading.Lock()  # a slot thread may submit too (a job claimed ahead)
 
     def submit(self, coro: Coroutine[Any, Any, None]) -> Future[None]:
+        """Run `coro` on the event loop; safe from any thread."""
         import asyncio  # here: `import tinyjobs` alone does not load it (tinyjobs/aio.py says why)
 
         if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-            threading.Thread(target=self._loop.run_forever, name="tinyjobs-async", daemon=True).start()
+            with self._starting:
+                if self._loop is None:
+                    loop = asyncio.new_event_loop()
+                    threading.Thread(target=loop.run_forever, name="tinyjobs-async", daemon=True).start()
+                    self._loop = loop
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def close(self) -> None:

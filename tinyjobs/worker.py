@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -53,17 +54,28 @@ TIMED_POLL = 2.0
 # return costs a wake-up (and on PostgreSQL a query for the next due time); 10 s, not 2 s.
 WATCH_FOR = 10.0
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
+# Claiming ahead (see Worker._ahead): a job claimed ahead and not started within HOLD_FOR (every
+# slot kept busy that long: the jobs are not short any more) is handed back for other workers.
+# Far above a store cycle (a few ms), far below what a job held behind a long one would wait.
+HOLD_FOR = 0.05
+# A job is short, for claiming ahead, when it ran within a store cycle (the worker's average
+# claiming call) or within this floor, whichever is longer: a job held behind short ones waits
+# no longer than that. Wall time, so a no-op job that waited for the GIL on a loaded machine
+# still counts as short (1 ms did not: it turned claiming ahead off now and then).
+SHORT_FLOOR = 0.01
 
 
 @dataclass(slots=True)
 class Running:
-    """A job in a slot: its claim, its logger, when it started, and what the worker learned
-    since. `logger` carries the job's fields (job_id, task, queue, attempt), bound once for
-    all of the job's events."""
+    """A job in hand: its claim, its logger, when it started (while `held`, claimed ahead and
+    not started yet: when it was claimed), and what the worker learned since. `logger` carries
+    the job's fields (job_id, task, queue, attempt), bound once for all of the job's events."""
 
     claimed: Claimed
     logger: Any
     started: float
+    held: bool = False
+    ran: float = 0.0  # seconds the handler ran, set by its slot as it returns (0.0 until then)
     deadline: float | None = None
     future: Future[None] | None = None
     timed_out: bool = False
@@ -134,6 +146,23 @@ class Worker:
         self._room.set()
         # Finished attempts (entry, ending or None when the lease was lost), from the slots.
         self._results = Inbox(self._waker)
+        # Claiming ahead (see _ahead): jobs claimed beyond the free slots wait in `_held` (they
+        # are in `running` too: in hand, their leases renewed with the others) and a slot whose
+        # job returned starts the next one itself, while the loop waits on the store's cycle.
+        # `_hand` guards `_held` and `_busy`, the jobs started whose handler has not returned
+        # (at most `slots`: that is what a slot is), taken by the loop and the slot threads.
+        self._hand = threading.Lock()
+        self._held: deque[Running] = deque()
+        self._busy = 0
+        self._may_hold = not any(
+            p.concurrency is not None
+            or p.rate is not None
+            or p.group_concurrency is not None
+            or p.group_rate is not None
+            for p in self.policies.values()
+        )
+        self._short_run = 0  # jobs in a row (the latest settled) that ran short
+        self._cycle = 0.0  # the average seconds of this worker's claiming store calls
         self._threads: ThreadSlots | None = None
         self._async = AsyncSlots()
         self._next_renew = float("inf")
@@ -182,7 +211,8 @@ class Worker:
         self._threads = ThreadSlots(self.slots)
         watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
         watcher.start()
-        self.heartbeat.start(lambda: len(self.running))  # a thread: never delays a renewal
+        # A thread: never delays a renewal. Jobs in slots: those claimed ahead wait outside them.
+        self.heartbeat.start(lambda: len(self.running) - len(self._held))
         self._log.info("worker.started", slots=self.slots, queues=self.queues)
         if self.reaper is not None:
             self._store_call("end_leases", self.reaper.end_dead_holders)
@@ -228,8 +258,13 @@ class Worker:
         self._claimed_in_flush = False
         self._settle_ready()
         now = self._turn_began = time.monotonic()
-        if self._stopping(now) and self._finish_drain(now):
-            return True
+        if self._held:
+            self._mind_held(now)
+        if self._stopping(now):
+            if self._held:  # a drain runs no job it has not started: back at once, not run
+                self._give_back_held()
+            if self._finish_drain(now):
+                return True
         self._check_timeouts(now)
         if now >= self._next_renew:
             self._renew()
@@ -351,6 +386,9 @@ class Worker:
                 due = min(due, entry.deadline)
         if self.reason is not None:
             due = min(due, self._drain_deadline)
+        oldest = self._oldest_held()
+        if oldest is not None:
+            due = min(due, oldest + HOLD_FOR)
         return max(due, self._guard.retry_at if self._guard.delay else 0.0)
 
     def _show_room(self) -> None:
@@ -411,9 +449,12 @@ class Worker:
         self._claimed_at = time.monotonic()  # even with no room: the clock's claim is not due
         if free <= 0 or not self._guard.ready():
             return
+        began = time.monotonic()
         claimed = self._store_call(
             "claim", self.app.store.claim, self.policies, self.holder, free, self.app.clock.store_now()
         )
+        if claimed:
+            self._timed_cycle(began)
         for item in claimed or []:
             self._start(item)
         if claimed:
@@ -422,26 +463,29 @@ class Worker:
             self._waker.wake()  # there may be more; come back once slots free up
 
     def _start(self, claimed: Claimed) -> None:
+        """Take a claimed job in hand: start it in a free slot, or hold it (claimed ahead)
+        until a slot frees up. The caller holds the loop's role."""
         entry = Running(claimed, self._job_logger(claimed.job), time.monotonic())
-        entry.logger.info("job.started")
-        attempt = prepare(self.app.tasks, claimed, self.app.store, self.app.clock.store_now)
         self.running[claimed.token] = entry
         self._next_renew = min(self._next_renew, entry.started + claimed.lease / 2)
-        if isinstance(attempt, Ending):
-            self._results.put((entry, attempt))  # the loop's next wait returns at once to settle it
-            return
-        timeout = self.app.timeout_for(attempt.task)
-        if attempt.task.is_async:
-            entry.future = self._async.submit(self._run_async(entry, attempt, timeout))
-            return
-        if timeout is not None:
-            entry.deadline = entry.started + timeout
+        with self._hand:
+            if self._busy >= self.slots:  # claimed ahead: every slot has a job
+                entry.held = True
+                self._held.append(entry)
+                return
+            self._busy += 1
+        self._launch(entry)
 
+    def _launch(self, entry: Running) -> None:
+        """Start `entry`, for which a slot was taken, on a slot thread (the role's holder)."""
+        attempt = self._begin(entry)
+        if attempt is None:
+            return
         threads = self._threads
         assert threads is not None
 
         def call() -> Callable[[], None] | None:
-            self._results.add((entry, attempt.run_sync()))
+            self._run_in_slot(entry, attempt)
             if threads.on_first() and len(self.running) == 1:
                 return settle  # once this slot is free again, for the job claimed with it
             self._results.nudge()
@@ -461,6 +505,119 @@ class Worker:
 
         threads.submit(call)
 
+    def _begin(self, entry: Running) -> Attempt | None:
+        """The start of a job for which a slot was taken (`_busy` counts it), on any thread:
+        logs `job.started`, and starts the clock of its timeout, now (not at its claim). An
+        async job goes to the event loop, a job that ends at once (an unknown task) to the
+        inbox (its slot given back); a sync one is returned for the caller's slot to run."""
+        if entry.held and (entry.lost or entry.cancel):  # learned at a renewal while it waited
+            with self._hand:
+                self._busy -= 1
+            self._results.put((entry, None if entry.lost else handed_back(entry.claimed)))
+            return None
+        entry.held = False
+        entry.started = time.monotonic()
+        entry.logger.info("job.started")
+        attempt = prepare(self.app.tasks, entry.claimed, self.app.store, self.app.clock.store_now)
+        if isinstance(attempt, Ending):
+            with self._hand:
+                self._busy -= 1
+            self._results.put((entry, attempt))  # the loop's next wait returns at once to settle it
+            return None
+        timeout = self.app.timeout_for(attempt.task)
+        if attempt.task.is_async:
+            entry.future = self._async.submit(self._run_async(entry, attempt, timeout))
+            return None
+        if timeout is not None:
+            entry.deadline = entry.started + timeout
+            if threading.get_ident() != self._loop_ident:
+                self._waker.wake()  # the sleeping loop's next turn may be due before it
+        return attempt
+
+    def _run_in_slot(self, entry: Running, attempt: Attempt) -> None:
+        """(A slot thread's.) Run the job, then, while jobs claimed ahead wait and the worker
+        is not stopping, the next of them in this same slot, without waiting for the loop
+        (which may be in its store cycle). The last job's result is added to the inbox
+        without a wake-up: the caller decides who settles it."""
+        while True:
+            ending = attempt.run_sync()
+            entry.ran = max(time.monotonic() - entry.started, 1e-9)
+            self._results.add((entry, ending))
+            nxt = self._take_held(release=True)
+            while nxt is not None:
+                self._results.nudge()  # the loop settles what finished while this slot goes on
+                begun = self._begin(nxt)
+                if begun is not None:
+                    entry, attempt = nxt, begun
+                    break
+                nxt = self._take_held(release=False)  # async or ended at once: the next one
+            else:
+                return
+
+    def _take_held(self, release: bool) -> Running | None:
+        """The next job claimed ahead, its slot taken, or None (none waits, every slot is
+        busy, or the worker stops: a drain hands them back). `release`: the caller's job has
+        returned, its slot is free."""
+        with self._hand:
+            if release:
+                self._busy -= 1
+            if not self._held or self._busy >= self.slots or self.reason is not None:
+                return None
+            self._busy += 1
+            return self._held.popleft()
+
+    def _oldest_held(self) -> float | None:
+        """When the oldest job claimed ahead and still waiting was claimed, or None."""
+        if not self._held:  # most turns: nothing held, no lock taken
+            return None
+        with self._hand:
+            return self._held[0].started if self._held else None
+
+    def _mind_held(self, now: float) -> None:
+        """(The loop's.) Start jobs claimed ahead in slots that are free (an async job or an
+        unknown task gave its slot back without a slot thread to take the next), and hand
+        every one back once the oldest has waited HOLD_FOR: the slots are kept busy by jobs
+        that are not short, and other workers may be free."""
+        while (entry := self._take_held(release=False)) is not None:
+            self._launch(entry)
+        oldest = self._oldest_held()
+        if oldest is not None and now >= oldest + HOLD_FOR:
+            self._short_run = 0  # claim no more ahead until short jobs come back
+            self._give_back_held()
+
+    def _give_back_held(self) -> None:
+        """(The loop's.) Hand back every job claimed ahead and not started: not run, its
+        attempt given back (as a drain hands back a running job), settled with the next
+        batch, which goes at once."""
+        with self._hand:
+            batch, self._held = list(self._held), deque()
+        if not batch:
+            return
+        if not self._unsettled:
+            self._unsettled_since = time.monotonic()
+        self._unsettled.extend((entry, handed_back(entry.claimed)) for entry in batch)
+        self._flush(self._unsettled)
+
+    def _ahead(self, now: float) -> int:
+        """How many jobs to claim beyond the free slots: `slots` while jobs are short (the
+        last `slots` settled ran within a store cycle, and none running has run longer), so
+        that slots run them while the loop waits on the store (a claim must be durable before
+        its jobs start; on PostgreSQL that is a commit's flush each cycle). None for queues with
+        limits (a job held is a lease, and a rate counts claims as starts), none while
+        stopping, none once a job ran long (Celery's prefetch complaint: jobs claimed behind a
+        long one wait for it, while other workers could run them)."""
+        if not self._may_hold or self.reason is not None or self._short_run < self.slots:
+            return 0
+        since = now - max(self._cycle, SHORT_FLOOR)
+        for entry in self.running.values():
+            if not entry.held and not entry.ran and entry.started < since:
+                return 0  # a job runs long now
+        return self.slots
+
+    def _timed_cycle(self, began: float) -> None:
+        """Note a claiming store call's duration in the average (the loop's or a helper's)."""
+        self._cycle += (time.monotonic() - began - self._cycle) * 0.2
+
     async def _run_async(self, entry: Running, attempt: Attempt, timeout: float | None) -> None:
         import asyncio
 
@@ -468,6 +625,9 @@ class Worker:
             ending = await attempt.run_async(timeout)
         except asyncio.CancelledError:
             ending = cancelled_while_running(entry.claimed)
+        entry.ran = max(time.monotonic() - entry.started, 1e-9)
+        with self._hand:
+            self._busy -= 1  # its slot is free: the loop starts the next held job, if any
         self._results.put((entry, ending))
 
     def _check_timeouts(self, now: float) -> None:
@@ -482,7 +642,9 @@ class Worker:
     # -- settling ----------------------------------------------------------------------------
 
     def _settle_ready(self) -> None:
+        short = max(self._cycle, SHORT_FLOOR)
         for entry, ending in self._results.take_all():
+            self._short_run = self._short_run + 1 if entry.ran <= short else 0
             if entry.timed_out:
                 continue  # settled as a timeout when the process leaves
             if ending is None or entry.lost:
@@ -500,7 +662,7 @@ class Worker:
         or the oldest finished attempt has waited LINGER; one transaction then covers many."""
         return (
             self.reason is not None
-            or len(self._unsettled) >= len(self.running)
+            or len(self._unsettled) >= len(self.running) - len(self._held)
             or len(self._unsettled) >= max(1, self.slots // 2)
             or time.monotonic() - self._unsettled_since >= LINGER
         )
@@ -514,6 +676,7 @@ class Worker:
         if free > 0:
             # The worker's cycle in one store call: settle what finished, take the next jobs
             # (on SQLite one transaction, one fsync, for both).
+            began = time.monotonic()
             both = self._store_call(
                 "settle", store.settle_and_claim, settlements, self.policies, self.holder, free, now
             )
@@ -521,13 +684,15 @@ class Worker:
             self._claimed_in_flush = both is not None
             if both is not None:
                 self._claimed_at = time.monotonic()
+                self._timed_cycle(began)
         else:
             applied = self._store_call("settle", store.settle, settlements, now)
         if applied is None:
             return False  # kept in self._unsettled; retried after the backoff
         for (entry, ending), ok in zip(batch, applied, strict=True):
             self.running.pop(entry.claimed.token, None)
-            self.finished += 1
+            if not entry.held:  # one claimed ahead and handed back unstarted ran no job
+                self.finished += 1
             self._log_ending(entry, ending, ok)
         batch.clear()
         for item in claimed:
@@ -537,11 +702,12 @@ class Worker:
         return True
 
     def _room_after(self, settling: int) -> int:
-        """Jobs to claim once `settling` of the running jobs are settled: the free slots, none
-        while stopping, and never more than --max-jobs leaves (every job in hand counts)."""
+        """Jobs to claim once `settling` of the jobs in hand are settled: the free slots and
+        those claimed ahead (`_ahead`), none while stopping, and never more than --max-jobs
+        leaves (every job in hand counts, held ones too)."""
         if self.reason is not None:
             return 0
-        room = self.slots - len(self.running) + settling
+        room = self.slots + self._ahead(time.monotonic()) - len(self.running) + settling
         if self.max_jobs is not None:
             room = min(room, self.max_jobs - self.finished - len(self.running))
         return max(room, 0)
@@ -562,6 +728,8 @@ class Worker:
             )
         elif verdict == "snoozed":
             logger.info("job.snoozed", delay=settlement.delay)
+        elif entry.held:
+            logger.info("job.handed_back", started=False)  # claimed ahead, never run
         else:
             logger.info("job.handed_back")
 
