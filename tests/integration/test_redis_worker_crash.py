@@ -8,7 +8,7 @@ import secrets
 import signal
 from pathlib import Path
 
-from support.processes import WorkerProcesses, import_app
+from support.processes import WorkerProcesses, import_app, runs_again_after_worker_lost
 from support.wait import wait_until
 
 from tinyjobs.urls import with_query
@@ -40,16 +40,7 @@ def test_a_worker_killed_mid_job_handed_over_to_it_leaves_its_attempt_on_record(
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         assert app.get(job.id).state == "running"
-        second = workers.start()  # sees the holder is gone and ends its leases (DUR-02)
-        wait_until(
-            lambda: [m["attempt"] for m in workers.marks("start") if m["job"] == job.id] == [1, 2],
-            timeout=15,
-            what="the second attempt to start",
-        )
-        again = app.get(job.id)
-        assert again.attempts == 2
-        assert [e.outcome for e in again.executions] == ["worker lost", None]
-        assert again.executions[0].pid == first.pid and again.executions[1].pid == second.pid
+        runs_again_after_worker_lost(workers, app, job.id, first)
     finally:
         workers.stop_all()
         store.drop()

@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections import defaultdict
 
+from support.processes import runs_again_after_worker_lost
 from support.wait import wait_until
 
 
@@ -24,16 +25,7 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_again_as_its_nex
     assert app.get(job.id).state == "running"  # nothing has ended the lease yet
     # A new worker on this host sees the holder is gone and ends its lease at once (DUR-02),
     # long before the 3 s lease would run out on its own.
-    second = workers.start()
-    wait_until(
-        lambda: [m["attempt"] for m in workers.marks() if m["kind"] == "start"] == [1, 2],
-        timeout=15,
-        what="the second attempt to start",
-    )
-    again = app.get(job.id)
-    assert again.attempts == 2
-    assert [e.outcome for e in again.executions] == ["worker lost", None]
-    assert again.executions[0].pid == first.pid and again.executions[1].pid == second.pid
+    runs_again_after_worker_lost(workers, app, job.id, first)
 
 
 def stop_outside_a_write(proc: subprocess.Popen, database: str) -> None:

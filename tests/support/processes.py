@@ -75,3 +75,23 @@ def import_app(module_name: str, app_dir: Path, url: str) -> tinyjobs.App:
         sys.path.remove(str(app_dir))
     module.app.url, module.app._store = url, None
     return module.app
+
+
+def runs_again_after_worker_lost(
+    workers: WorkerProcesses, app: tinyjobs.App, job_id: str, first: subprocess.Popen
+) -> None:
+    """`first` was SIGKILLed while it ran `job_id` (procapp's marks): a second worker started
+    now ends the dead holder's lease at once (DUR-02), long before it would run out, and runs
+    the job as its second attempt; the first attempt is on record as 'worker lost'."""
+    from support.wait import wait_until
+
+    second = workers.start()
+    wait_until(
+        lambda: [m["attempt"] for m in workers.marks("start") if m["job"] == job_id] == [1, 2],
+        timeout=15,
+        what="the second attempt to start",
+    )
+    again = app.get(job_id)
+    assert again.attempts == 2
+    assert [e.outcome for e in again.executions] == ["worker lost", None]
+    assert again.executions[0].pid == first.pid and again.executions[1].pid == second.pid
