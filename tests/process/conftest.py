@@ -11,14 +11,20 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture
-def workers(tmp_path):
-    ws = WorkerProcesses(tmp_path, "procapp:app", HERE)
+def app_module() -> str:
+    """The test app (a module beside this file) the workers run; a test file overrides it."""
+    return "procapp"
+
+
+@pytest.fixture
+def workers(tmp_path, app_module):
+    ws = WorkerProcesses(tmp_path, f"{app_module}:app", HERE)
     yield ws
     ws.stop_all()
 
 
 @pytest.fixture
-def app(workers):
-    app = import_app("procapp", HERE, workers.url)
+def app(workers, app_module):
+    app = import_app(app_module, HERE, workers.url)
     yield app
     app.close()

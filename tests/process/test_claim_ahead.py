@@ -12,27 +12,15 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from support.processes import WorkerProcesses, import_app
+from support.processes import WorkerProcesses
 from support.wait import wait_until
 
-HERE = Path(__file__).resolve().parent
-
 
 @pytest.fixture
-def workers(tmp_path):
-    ws = WorkerProcesses(tmp_path, "aheadapp:app", HERE)
-    yield ws
-    ws.stop_all()
-
-
-@pytest.fixture
-def app(workers):
-    app = import_app("aheadapp", HERE, workers.url)
-    yield app
-    app.close()
+def app_module() -> str:
+    return "aheadapp"  # the workers' and the test's app (conftest.py's fixtures)
 
 
 def held_behind_two_holds(workers: WorkerProcesses, app) -> tuple[subprocess.Popen, list[str], list[str]]:
