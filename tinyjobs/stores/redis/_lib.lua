@@ -588,9 +588,8 @@ local function enqueue_one(a, now, hand)
   if a[10] ~= '' then table.insert(f, 'af'); table.insert(f, a[10]) end
   redis.call('HSET', jk(id), unpack(f))
   if w then
-    -- The lease's indexes, as claim.lua writes them for a queue without limits. Not P:queues:
-    -- a worker registers only for a queue in it (claim.lua) and purge deletes a queue's
-    -- registrations when it forgets the queue, so a queue with a registration is in it.
+    -- The lease's indexes, as claim.lua writes them for a queue without limits.
+    redis.call('SADD', P .. ':queues', q)
     later('ZADD', P .. ':created', num(now), id)
     if key ~= '' then redis.call('HSET', P .. ':keys', key, id) end
     later('SADD', qk(q, 'run'), id)
