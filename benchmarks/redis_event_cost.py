@@ -11,7 +11,8 @@ HSET of six fields, two ZADDs, INCR, SADD, RPUSH); fone / eone (a function / a s
 that returns 1); fsix / esix (the six writes in a function / a script by SHA); ftwelve (the six
 writes twice in one function); enqueue (a tinyjobs single enqueue, nobody waiting);
 enqueue_many2 / enqueue_many4 (2 or 4 jobs in one enqueue_many: one script); enqueue_x2 /
-enqueue_x4 (2 or 4 single enqueues back to back: as many requests). The server's idle CPU (its
+enqueue_x4 (2 or 4 single enqueues back to back: as many requests). System is the kernel's part (the
+server's syscalls: reading, replying, the AOF's write), user the server's own. The server's idle CPU (its
 own timers) is in every figure: `ping` is the floor. Give it a server of its own: every client
 of the server counts. It writes keys `rlcost:*` of the URL's database and flushes nothing else
 but the tinyjobs keys of that database (the enqueue kinds)."""
@@ -95,9 +96,10 @@ def kinds(r: redis.Redis, url: str) -> dict[str, Callable[[int], object]]:
     }
 
 
-def server_cpu(r: redis.Redis) -> float:
+def server_cpu(r: redis.Redis) -> tuple[float, float]:
+    """(system, user) CPU seconds of the server so far."""
     info = r.info("cpu")
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+    return float(info["used_cpu_sys"]), float(info["used_cpu_user"])
 
 
 def main() -> None:
@@ -126,8 +128,12 @@ def main() -> None:
                 if pause > 0:
                     time.sleep(pause)
                 send(i)
-            used = server_cpu(r) - before
-            print(f"{name:<14} server CPU {used / args.ticks * 1e6:7.1f} us a tick at {args.rate:g} ticks/s")
+            after = server_cpu(r)
+            sys_us, user_us = ((a - b) / args.ticks * 1e6 for a, b in zip(after, before, strict=True))
+            print(
+                f"{name:<14} server CPU {sys_us + user_us:7.1f} us a tick at {args.rate:g} ticks/s "
+                f"(system {sys_us:6.1f}, user {user_us:6.1f})"
+            )
     finally:
         for key in r.scan_iter("rlcost:*", count=1000):
             r.delete(key)
