@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from . import log
+from .job import last_line
+
+if TYPE_CHECKING:
+    from .execution import Ending
 
 _encode_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -113,3 +118,24 @@ class JsonJobLogger:
             out.sink.error(line)  # as structlog hands errors on: written at once
         else:
             out.sink.msg(line)
+
+
+def log_ending(logger: Any, ending: Ending, ok: bool, started: float, held: bool) -> None:
+    """One event per settled attempt, `job.<verdict>` (`job.done` with its seconds from
+    `started`, monotonic), or `job.lease_lost` when the store refused the settlement because
+    the lease was gone. `held`: a job claimed ahead and handed back without having started."""
+    settlement, verdict = ending.settlement, ending.verdict
+    if not ok:
+        logger.warning("job.lease_lost")
+    elif verdict == "done":
+        logger.info("job.done", seconds=round(time.monotonic() - started, 6))
+    elif verdict == "failed":
+        logger.error("job.failed", error=last_line(settlement.error))
+    elif verdict == "retrying":
+        logger.warning("job.retrying", delay=round(settlement.delay, 3), error=last_line(settlement.error))
+    elif verdict == "snoozed":
+        logger.info("job.snoozed", delay=settlement.delay)
+    elif held:
+        logger.info("job.handed_back", started=False)  # claimed ahead, never run
+    else:
+        logger.info("job.handed_back")
