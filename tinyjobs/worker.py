@@ -28,7 +28,7 @@ from .duties import Duties
 from .execution import Attempt, Ending, cancelled_while_running, handed_back, prepare, timed_out
 from .heartbeat import Heartbeat
 from .holder import Holder
-from .joblog import JobLoggers, log_ending
+from .joblog import JobLoggers, log_ending, log_started
 from .log import get_logger
 from .runtime import Runtime
 from .slots import AsyncSlots, Inbox, ThreadSlots, Waker
@@ -435,7 +435,7 @@ class Worker:
             return None
         entry.held = False
         entry.started = time.monotonic()
-        entry.logger.info("job.started")
+        log_started(entry.logger)
         attempt = prepare(self.app.tasks, entry.claimed, self.app.store, self.app.clock.store_now)
         if isinstance(attempt, Ending):
             self._ahead.free_slot()
