@@ -1,5 +1,5 @@
 """Claiming ahead (tinyjobs/ahead.py): a worker whose jobs are short claims up to
-`slots` jobs beyond its free slots and its slot threads start them as their jobs return. In
+twice `slots` jobs beyond its free slots and its slot threads start them as their jobs return. In
 this process, on the memory store; the crash and signal cases are in
 tests/process/test_claim_ahead.py."""
 
@@ -60,7 +60,7 @@ def test_slots_start_jobs_claimed_ahead_never_more_than_slots_at_once_each_once_
         wait_until(lambda: all(app.get(j.id).state == "done" for j in jobs), timeout=30, what="every job")
     app.close()
     assert peak["held"] > 0, "claimed ahead"
-    assert peak["in_hand"] <= 4  # slots + at most slots ahead
+    assert peak["in_hand"] <= 2 + 2 * 2  # slots + at most AHEAD x slots ahead
     assert most[0] <= 2, "never more jobs running at once than slots"
     lines: dict[str, list[str]] = {}
     for event in events:
