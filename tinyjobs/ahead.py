@@ -7,12 +7,12 @@ and the deque of jobs held (claimed, not started), under one small lock taken by
 loop and its slot threads. Its contract:
 
 - When: `extra()` jobs are claimed beyond the free slots: `AHEAD` x `slots` once the last
-  `slots` jobs settled ran short (within the average claiming call, `SHORT_FLOOR` at least) and none running
-  has run longer; none for a worker of a queue with a limit (a held job is a lease, and a rate
-  counts claims as starts), none while the worker stops, none once a job ran long (jobs held
-  behind a long one would wait for it, while other workers could run them: Celery's prefetch
-  complaint). The worker counts held jobs among those in hand, so a claim never goes past what
-  --max-jobs leaves.
+  `slots` jobs settled ran short (within the average claiming call, `SHORT_FLOOR` at least)
+  and none running has run longer; none for a worker of a queue with a limit (a held job is
+  a lease, and a rate counts claims as starts), none while the worker stops, none once a job
+  ran long (jobs held behind a long one would wait for it, while other workers could run
+  them: Celery's prefetch complaint). The worker counts held jobs among those in hand, so a
+  claim never goes past what --max-jobs leaves.
 - Started: `place()` gives a claimed job a free slot or holds it; a slot thread whose job
   returned starts the next held one itself (`run_in_slot`), and the loop starts held jobs in
   slots freed without a slot thread (an async job, a job that ended at once: `mind()`). Never
@@ -49,11 +49,11 @@ HOLD_FOR = 0.05
 # that. Wall time, so a no-op job that waited for the GIL on a loaded machine still counts as
 # short (1 ms did not: it turned claiming ahead off now and then).
 SHORT_FLOOR = 0.01
-# While jobs are short, a worker holds up to this many times its slots claimed ahead. Twice: a
-# store cycle then takes about three slots' worth of jobs, and slots that empty while it is in
-# flight find held jobs (once was pg-prefetch's bound; the PostgreSQL drain, 2 workers of 8
-# slots, went from ~13 jobs a claiming call to more, and 1.3x faster: docs/measured.md,
-# worker-ahead). Jobs held wait at most HOLD_FOR for a slot either way.
+# While jobs are short, a worker holds up to this many times its slots claimed ahead, so that
+# slots emptying while a store cycle is in flight still find held jobs. Once (pg-prefetch's
+# bound) left the PostgreSQL drain at ~13 jobs a claiming call; twice takes ~19 and drained
+# 1.24x faster than once, four times was level with twice (docs/measured.md, worker-ahead).
+# Held jobs are handed back once the oldest has waited HOLD_FOR, whatever their number.
 AHEAD = 2
 
 
