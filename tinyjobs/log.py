@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import structlog
@@ -37,39 +38,47 @@ class LineLogger:
     through when Python runs unbuffered ($PYTHONUNBUFFERED, common in containers).
 
     Errors are not held: each goes out at once with the lines before it, because a process that
-    fails may end with os._exit right after logging why, flushing only sys.stdout."""
+    fails may end with os._exit right after logging why, flushing only sys.stdout.
+
+    A line is added without a lock (a deque's append is atomic), so the threads that log (a
+    worker's slots and its loop, two lines a job) never wait for one another, nor for a write
+    in progress (the stream's write lets go of the GIL: a thread that waited for the lock then
+    slept and was woken, a few µs of CPU each). The lock orders the writes alone: a writer
+    takes the lines waiting when it has it, oldest first, and lines added meanwhile go with
+    the next write."""
 
     MAX_PENDING = 1000  # a turn that logs more lines than this writes them early
 
     def __init__(self, stream: Any, buffered: bool) -> None:
         self._stream, self._buffered = stream, buffered
         self._lock = threading.Lock()
-        self._pending: list[str] = []
+        self._pending: deque[str] = deque()
 
     def msg(self, message: str) -> None:
-        with self._lock:
-            self._pending.append(message)
-            if not self._buffered or len(self._pending) >= self.MAX_PENDING:
-                self._write()
+        pending = self._pending
+        pending.append(message)
+        if not self._buffered or len(pending) >= self.MAX_PENDING:
+            self.flush()
 
     def error(self, message: str) -> None:
-        with self._lock:
-            self._pending.append(message)
-            self._write()
+        self._pending.append(message)
+        self.flush()
 
     def flush(self) -> None:
         """Write the waiting lines, if any, in one write."""
-        with self._lock:
-            if self._pending:
+        if self._pending:
+            with self._lock:
                 self._write()
 
     def _write(self) -> None:
-        # Under the lock. The lines are dropped before writing: a broken stream loses them
-        # once, it does not make them pile up.
-        text = "\n".join(self._pending) + "\n"
-        self._pending.clear()
-        self._stream.write(text)
-        self._stream.flush()
+        # Under the lock. The lines are taken before writing: a broken stream loses them once,
+        # it does not make them pile up. None may be there any more (another writer took them).
+        pending = self._pending
+        lines = [pending.popleft() for _ in range(len(pending))]
+        if lines:
+            lines.append("")
+            self._stream.write("\n".join(lines))
+            self._stream.flush()
 
     debug = info = warning = warn = log = msg
     critical = exception = fatal = error

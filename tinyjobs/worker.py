@@ -5,7 +5,11 @@ commit). SIGTERM/SIGINT drain it; a second one stops it now.
 The loop's work is a role (a lock), not a thread: the main thread takes it for each turn and
 sleeps without it, and while it sleeps a lone job needs no turn: the store watcher hands the
 claim to the first slot thread, which claims, runs the job and settles it itself (two thread
-wake-ups per job at a low rate, where the loop's turns cost four)."""
+wake-ups per job at a low rate, where the loop's turns cost four).
+
+Parts of their own: the slots and the jobs claimed ahead of them (tinyjobs/ahead.py), the
+store watcher (tinyjobs/storewatch.py), a standalone worker's reaper and cron
+(tinyjobs/duties.py), the job events' lines (tinyjobs/joblog.py)."""
 
 from __future__ import annotations
 
@@ -13,30 +17,26 @@ import os
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from . import log
+from .ahead import Ahead, limited
+from .duties import Duties
 from .execution import Attempt, Ending, cancelled_while_running, handed_back, prepare, timed_out
 from .heartbeat import Heartbeat
 from .holder import Holder
-from .job import last_line
-from .joblog import JobLoggers
+from .joblog import JobLoggers, log_ending, log_started
 from .log import get_logger
-from .reaper import Reaper
 from .runtime import Runtime
 from .slots import AsyncSlots, Inbox, ThreadSlots, Waker
 from .stop import StopReason
 from .storeguard import StoreGuard
 from .stores.base import Claimed
 from .stores.deadlines import retrying_at_most
-
-if TYPE_CHECKING:
-    # For the type only: tinyjobs.cron loads croniter, which an app without schedules never needs.
-    from .cron import CronScheduler
+from .storewatch import StoreWatcher
 
 R = TypeVar("R")
 
@@ -49,20 +49,7 @@ IDLE_POLL = 0.25  # claim at least this often, so scheduled jobs start when they
 # as often as a supervised worker reports (supervisor/config.py), and its parent's death
 # wakes it by itself (`parent_fd`), so nothing asks for more.
 TIMED_POLL = 2.0
-# The store watcher's wait: it comes back this often to see whether to stop. Nothing else
-# needs it back (it is a daemon thread: a worker that stops does not wait for it), and each
-# return costs a wake-up (and on PostgreSQL a query for the next due time); 10 s, not 2 s.
-WATCH_FOR = 10.0
 LINGER = 0.005  # group commit: a finished attempt waits at most this long for others to settle with
-# Claiming ahead (see Worker._ahead): a job claimed ahead and not started within HOLD_FOR (every
-# slot kept busy that long: the jobs are not short any more) is handed back for other workers.
-# Far above a store cycle (a few ms), far below what a job held behind a long one would wait.
-HOLD_FOR = 0.05
-# A job is short, for claiming ahead, when it ran within a store cycle (the worker's average
-# claiming call) or within this floor, whichever is longer: a job held behind short ones waits
-# no longer than that. Wall time, so a no-op job that waited for the GIL on a loaded machine
-# still counts as short (1 ms did not: it turned claiming ahead off now and then).
-SHORT_FLOOR = 0.01
 
 
 @dataclass(slots=True)
@@ -140,29 +127,13 @@ class Worker:
         self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
         self._loop_ident: int | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
-        self._duty_at = 0.0  # monotonic time of the standalone duties' next turn (reaper, cron)
-        # Set while a slot is free: the store watcher sleeps on it while the worker is full.
-        self._room = threading.Event()
-        self._room.set()
+        # Claims when the store has news while a slot is free (sleeps while the worker is full).
+        self._watcher = StoreWatcher(app.store, self.queues, self._on_news, lambda: self.reason is not None)
         # Finished attempts (entry, ending or None when the lease was lost), from the slots.
         self._results = Inbox(self._waker)
-        # Claiming ahead (see _ahead): jobs claimed beyond the free slots wait in `_held` (they
-        # are in `running` too: in hand, their leases renewed with the others) and a slot whose
-        # job returned starts the next one itself, while the loop waits on the store's cycle.
-        # `_hand` guards `_held` and `_busy`, the jobs started whose handler has not returned
-        # (at most `slots`: that is what a slot is), taken by the loop and the slot threads.
-        self._hand = threading.Lock()
-        self._held: deque[Running] = deque()
-        self._busy = 0
-        self._may_hold = not any(
-            p.concurrency is not None
-            or p.rate is not None
-            or p.group_concurrency is not None
-            or p.group_rate is not None
-            for p in self.policies.values()
-        )
-        self._short_run = 0  # jobs in a row (the latest settled) that ran short
-        self._cycle = 0.0  # the average seconds of this worker's claiming store calls
+        # The slots, and the jobs claimed ahead of them (tinyjobs/ahead.py): held ones are in
+        # `running` too (in hand, their leases renewed with the others).
+        self._ahead: Ahead[Running] = Ahead(slots, self.policies.values(), lambda: self.reason is not None)
         self._threads: ThreadSlots | None = None
         self._async = AsyncSlots()
         self._next_renew = float("inf")
@@ -170,15 +141,11 @@ class Worker:
         self._job_logger = JobLoggers(pid=os.getpid())
         # Every store call of the loop: bounded, backed off, one log line per outage.
         self._guard = StoreGuard(self._log)
-        # A standalone worker keeps the store tidy itself; under the supervisor its leader does.
-        self.reaper = Reaper(app.store, app.clock.store_now, self._log, guard=self._guard) if reaper else None
         self.heartbeat = Heartbeat(app.store, self.holder, self.queues, slots, app.clock.store_now, self._log)
-        # Cron likewise: any number of schedulers may tick, the store fires each due time once.
-        self.cron: CronScheduler | None = None
-        if reaper and app.crons:
-            from .cron import CronScheduler  # loaded already: app.crons came from @app.cron
-
-            self.cron = CronScheduler(app, self._log)
+        # A standalone worker keeps the store tidy itself, and runs cron; under the supervisor
+        # its leader does.
+        self._duties = Duties(app, self._log, self._guard, standalone=reaper)
+        self.reaper, self.cron = self._duties.reaper, self._duties.cron
 
     # -- control (safe from signal handlers: flags and one pipe write) ----------------------
 
@@ -209,10 +176,9 @@ class Worker:
             signal.signal(signal.SIGINT, self._on_signal)
         self._loop_ident = threading.get_ident()
         self._threads = ThreadSlots(self.slots)
-        watcher = threading.Thread(target=self._watch_store, name="tinyjobs-wake", daemon=True)
-        watcher.start()
+        self._watcher.start()
         # A thread: never delays a renewal. Jobs in slots: those claimed ahead wait outside them.
-        self.heartbeat.start(lambda: len(self.running) - len(self._held))
+        self.heartbeat.start(lambda: len(self.running) - len(self._ahead))
         self._log.info("worker.started", slots=self.slots, queues=self.queues)
         if self.reaper is not None:
             self._store_call("end_leases", self.reaper.end_dead_holders)
@@ -258,11 +224,11 @@ class Worker:
         self._claimed_in_flush = False
         self._settle_ready()
         now = self._turn_began = time.monotonic()
-        if self._held:
-            self._mind_held(now)
+        if self._ahead:
+            self._give_back(self._ahead.mind(now, self._launch))
         if self._stopping(now):
-            if self._held:  # a drain runs no job it has not started: back at once, not run
-                self._give_back_held()
+            if self._ahead:  # a drain runs no job it has not started: back at once, not run
+                self._give_back(self._ahead.take_all())
             if self._finish_drain(now):
                 return True
         self._check_timeouts(now)
@@ -270,7 +236,7 @@ class Worker:
             self._renew()
         if self.reason is None and not self._claimed_in_flush and self._claim_due(now):
             self._claim()  # not right after settle_and_claim's claim: it took what there was
-        self._duties()
+        self._duties.run()
         if self.on_tick is not None:
             self.on_tick(self)
         log.flush()  # this turn's events in one write, before the loop sleeps
@@ -331,37 +297,13 @@ class Worker:
             self._drain_deadline = min(self._drain_deadline, now)
         return True
 
-    def _duties(self) -> None:
-        """A standalone worker's reaper and cron, bounded like every store call, and not while
-        the guard backs off (during an outage they would only fail, each after a timeout).
-        Notes when they are due next, for the loop's sleep."""
-        if (self.reaper is None and self.cron is None) or not self._guard.ready():
-            return
-        started = time.monotonic()
-        due_in = float("inf")  # not the idle poll: the clock's claims have their own time
-        try:
-            with retrying_at_most(self._guard.patience):
-                if self.reaper is not None:
-                    due_in = min(due_in, self.reaper.tick())
-                if self.cron is not None:
-                    due_in = min(due_in, self.cron.poll())
-        except Exception as err:  # the cron scheduler's clock read: the store is away
-            self._guard.failed("cron", err)
-        self._duty_at = started + due_in
-
     @staticmethod
     def _polls(store: Any, policies: Any) -> bool:
         """Whether the loop must claim every IDLE_POLL: the store's wait does not return when
         scheduled jobs fall due, or a queue has a limit."""
         if "timed" not in getattr(store, "capabilities", ()):
             return True
-        return any(
-            p.concurrency is not None
-            or p.rate is not None
-            or p.group_concurrency is not None
-            or p.group_rate is not None
-            for p in policies
-        )
+        return limited(policies)
 
     def _sleep_for(self, now: float, firm: float | None = None) -> float:
         """Seconds from `now` until the loop's next turn is due (`firm`: `_firm_deadline()`,
@@ -370,8 +312,8 @@ class Worker:
         if claim_at <= now:  # no claim this turn (stopping, or a settle's claim failed)
             claim_at = now + self._idle_poll
         wake_at = min(self._firm_deadline() if firm is None else firm, claim_at)
-        if self._duty_at > now:
-            wake_at = min(wake_at, self._duty_at)
+        if self._duties.due_at > now:
+            wake_at = min(wake_at, self._duties.due_at)
         if self._unsettled:
             wake_at = min(wake_at, self._unsettled_since + LINGER)
         return max(self._guard.retry_at - now if self._guard.delay else 0.0, wake_at - now, 0.0)
@@ -386,39 +328,21 @@ class Worker:
                 due = min(due, entry.deadline)
         if self.reason is not None:
             due = min(due, self._drain_deadline)
-        oldest = self._oldest_held()
-        if oldest is not None:
-            due = min(due, oldest + HOLD_FOR)
+        held_due = self._ahead.due_by()
+        if held_due is not None:
+            due = min(due, held_due)
         return max(due, self._guard.retry_at if self._guard.delay else 0.0)
 
     def _show_room(self) -> None:
-        """Tell the store watcher whether a slot is free (an Event, changed only when it flips)."""
-        if len(self.running) < self.slots:
-            if not self._room.is_set():
-                self._room.set()
-        elif self._room.is_set():
-            self._room.clear()
+        """Tell the store watcher whether a slot is free."""
+        self._watcher.show_room(len(self.running) < self.slots)
 
-    def _watch_store(self) -> None:
-        """When the store says jobs may have changed (another process enqueued) while a slot
-        is free: have slot 0 claim (see below), or wake the loop to. A full worker has no use
-        for the news: it claims anyway as its jobs finish (settle_and_claim), so the watcher
-        then sleeps until the loop shows room again (no polling: an idle or full worker's
-        threads all sleep in the kernel)."""
-        store = self.app.store
-        while self.reason is None:
-            if not self._room.is_set():
-                self._room.wait(WATCH_FOR)
-                continue
-            try:
-                news = store.wait(self.queues, WATCH_FOR)
-            except Exception:  # the loop reports store errors; this thread only wakes it
-                time.sleep(0.5)
-                continue
-            # Have the first slot claim while the loop sleeps; were the role taken (a turn, a
-            # slot settling), waiting for it would be one more sleep per job: the loop claims.
-            if news and self._room.is_set() and not self._hand_claim_to_first_slot():
-                self._waker.wake()
+    def _on_news(self) -> None:
+        """(The store watcher's, while a slot is free.) Have the first slot claim while the
+        loop sleeps; were the role taken (a turn, a slot settling), waiting for it would be
+        one more sleep per job: the loop claims."""
+        if not self._hand_claim_to_first_slot():
+            self._waker.wake()
 
     def _hand_claim_to_first_slot(self) -> bool:
         """(The store watcher's.) Have the first slot thread claim, when it has no job, and run
@@ -454,7 +378,7 @@ class Worker:
             "claim", self.app.store.claim, self.policies, self.holder, free, self.app.clock.store_now()
         )
         if claimed:
-            self._timed_cycle(began)
+            self._ahead.timed_cycle(began)
         for item in claimed or []:
             self._start(item)
         if claimed:
@@ -468,13 +392,8 @@ class Worker:
         entry = Running(claimed, self._job_logger(claimed.job), time.monotonic())
         self.running[claimed.token] = entry
         self._next_renew = min(self._next_renew, entry.started + claimed.lease / 2)
-        with self._hand:
-            if self._busy >= self.slots:  # claimed ahead: every slot has a job
-                entry.held = True
-                self._held.append(entry)
-                return
-            self._busy += 1
-        self._launch(entry)
+        if self._ahead.place(entry):
+            self._launch(entry)
 
     def _launch(self, entry: Running) -> None:
         """Start `entry`, for which a slot was taken, on a slot thread (the role's holder)."""
@@ -485,7 +404,7 @@ class Worker:
         assert threads is not None
 
         def call() -> Callable[[], None] | None:
-            self._run_in_slot(entry, attempt)
+            self._ahead.run_in_slot(entry, attempt, self._begin, self._results)
             if threads.on_first() and len(self.running) == 1:
                 return settle  # once this slot is free again, for the job claimed with it
             self._results.nudge()
@@ -506,22 +425,20 @@ class Worker:
         threads.submit(call)
 
     def _begin(self, entry: Running) -> Attempt | None:
-        """The start of a job for which a slot was taken (`_busy` counts it), on any thread:
+        """The start of a job for which a slot was taken (`Ahead.place`/`next`), on any thread:
         logs `job.started`, and starts the clock of its timeout, now (not at its claim). An
         async job goes to the event loop, a job that ends at once (an unknown task) to the
         inbox (its slot given back); a sync one is returned for the caller's slot to run."""
         if entry.held and (entry.lost or entry.cancel):  # learned at a renewal while it waited
-            with self._hand:
-                self._busy -= 1
+            self._ahead.free_slot()
             self._results.put((entry, None if entry.lost else handed_back(entry.claimed)))
             return None
         entry.held = False
         entry.started = time.monotonic()
-        entry.logger.info("job.started")
+        log_started(entry.logger)
         attempt = prepare(self.app.tasks, entry.claimed, self.app.store, self.app.clock.store_now)
         if isinstance(attempt, Ending):
-            with self._hand:
-                self._busy -= 1
+            self._ahead.free_slot()
             self._results.put((entry, attempt))  # the loop's next wait returns at once to settle it
             return None
         timeout = self.app.timeout_for(attempt.task)
@@ -534,90 +451,6 @@ class Worker:
                 self._waker.wake()  # the sleeping loop's next turn may be due before it
         return attempt
 
-    def _run_in_slot(self, entry: Running, attempt: Attempt) -> None:
-        """(A slot thread's.) Run the job, then, while jobs claimed ahead wait and the worker
-        is not stopping, the next of them in this same slot, without waiting for the loop
-        (which may be in its store cycle). The last job's result is added to the inbox
-        without a wake-up: the caller decides who settles it."""
-        while True:
-            ending = attempt.run_sync()
-            entry.ran = max(time.monotonic() - entry.started, 1e-9)
-            self._results.add((entry, ending))
-            nxt = self._take_held(release=True)
-            while nxt is not None:
-                self._results.nudge()  # the loop settles what finished while this slot goes on
-                begun = self._begin(nxt)
-                if begun is not None:
-                    entry, attempt = nxt, begun
-                    break
-                nxt = self._take_held(release=False)  # async or ended at once: the next one
-            else:
-                return
-
-    def _take_held(self, release: bool) -> Running | None:
-        """The next job claimed ahead, its slot taken, or None (none waits, every slot is
-        busy, or the worker stops: a drain hands them back). `release`: the caller's job has
-        returned, its slot is free."""
-        with self._hand:
-            if release:
-                self._busy -= 1
-            if not self._held or self._busy >= self.slots or self.reason is not None:
-                return None
-            self._busy += 1
-            return self._held.popleft()
-
-    def _oldest_held(self) -> float | None:
-        """When the oldest job claimed ahead and still waiting was claimed, or None."""
-        if not self._held:  # most turns: nothing held, no lock taken
-            return None
-        with self._hand:
-            return self._held[0].started if self._held else None
-
-    def _mind_held(self, now: float) -> None:
-        """(The loop's.) Start jobs claimed ahead in slots that are free (an async job or an
-        unknown task gave its slot back without a slot thread to take the next), and hand
-        every one back once the oldest has waited HOLD_FOR: the slots are kept busy by jobs
-        that are not short, and other workers may be free."""
-        while (entry := self._take_held(release=False)) is not None:
-            self._launch(entry)
-        oldest = self._oldest_held()
-        if oldest is not None and now >= oldest + HOLD_FOR:
-            self._short_run = 0  # claim no more ahead until short jobs come back
-            self._give_back_held()
-
-    def _give_back_held(self) -> None:
-        """(The loop's.) Hand back every job claimed ahead and not started: not run, its
-        attempt given back (as a drain hands back a running job), settled with the next
-        batch, which goes at once."""
-        with self._hand:
-            batch, self._held = list(self._held), deque()
-        if not batch:
-            return
-        if not self._unsettled:
-            self._unsettled_since = time.monotonic()
-        self._unsettled.extend((entry, handed_back(entry.claimed)) for entry in batch)
-        self._flush(self._unsettled)
-
-    def _ahead(self, now: float) -> int:
-        """How many jobs to claim beyond the free slots: `slots` while jobs are short (the
-        last `slots` settled ran within a store cycle, and none running has run longer), so
-        that slots run them while the loop waits on the store (a claim must be durable before
-        its jobs start; on PostgreSQL that is a commit's flush each cycle). None for queues with
-        limits (a job held is a lease, and a rate counts claims as starts), none while
-        stopping, none once a job ran long (Celery's prefetch complaint: jobs claimed behind a
-        long one wait for it, while other workers could run them)."""
-        if not self._may_hold or self.reason is not None or self._short_run < self.slots:
-            return 0
-        since = now - max(self._cycle, SHORT_FLOOR)
-        for entry in self.running.values():
-            if not entry.held and not entry.ran and entry.started < since:
-                return 0  # a job runs long now
-        return self.slots
-
-    def _timed_cycle(self, began: float) -> None:
-        """Note a claiming store call's duration in the average (the loop's or a helper's)."""
-        self._cycle += (time.monotonic() - began - self._cycle) * 0.2
-
     async def _run_async(self, entry: Running, attempt: Attempt, timeout: float | None) -> None:
         import asyncio
 
@@ -626,9 +459,19 @@ class Worker:
         except asyncio.CancelledError:
             ending = cancelled_while_running(entry.claimed)
         entry.ran = max(time.monotonic() - entry.started, 1e-9)
-        with self._hand:
-            self._busy -= 1  # its slot is free: the loop starts the next held job, if any
+        self._ahead.free_slot()  # the loop starts the next held job, if any
         self._results.put((entry, ending))
+
+    def _give_back(self, batch: list[Running]) -> None:
+        """(The loop's.) Hand back jobs claimed ahead and not started (`Ahead.mind`,
+        `Ahead.take_all`): not run, the attempt given back (as a drain hands back a running
+        job), settled with the next batch, which goes at once."""
+        if not batch:
+            return
+        if not self._unsettled:
+            self._unsettled_since = time.monotonic()
+        self._unsettled.extend((entry, handed_back(entry.claimed)) for entry in batch)
+        self._flush(self._unsettled)
 
     def _check_timeouts(self, now: float) -> None:
         """A sync handler past its timeout cannot be stopped: keep its lease, stop claiming,
@@ -642,9 +485,9 @@ class Worker:
     # -- settling ----------------------------------------------------------------------------
 
     def _settle_ready(self) -> None:
-        short = max(self._cycle, SHORT_FLOOR)
-        for entry, ending in self._results.take_all():
-            self._short_run = self._short_run + 1 if entry.ran <= short else 0
+        finished = self._results.take_all()
+        self._ahead.note_runs(finished)
+        for entry, ending in finished:
             if entry.timed_out:
                 continue  # settled as a timeout when the process leaves
             if ending is None or entry.lost:
@@ -662,7 +505,7 @@ class Worker:
         or the oldest finished attempt has waited LINGER; one transaction then covers many."""
         return (
             self.reason is not None
-            or len(self._unsettled) >= len(self.running) - len(self._held)
+            or len(self._unsettled) >= len(self.running) - len(self._ahead)
             or len(self._unsettled) >= max(1, self.slots // 2)
             or time.monotonic() - self._unsettled_since >= LINGER
         )
@@ -684,7 +527,7 @@ class Worker:
             self._claimed_in_flush = both is not None
             if both is not None:
                 self._claimed_at = time.monotonic()
-                self._timed_cycle(began)
+                self._ahead.timed_cycle(began)
         else:
             applied = self._store_call("settle", store.settle, settlements, now)
         if applied is None:
@@ -693,7 +536,7 @@ class Worker:
             self.running.pop(entry.claimed.token, None)
             if not entry.held:  # one claimed ahead and handed back unstarted ran no job
                 self.finished += 1
-            self._log_ending(entry, ending, ok)
+            log_ending(entry.logger, ending, ok, entry.started, entry.held)
         batch.clear()
         for item in claimed:
             self._start(item)
@@ -703,35 +546,15 @@ class Worker:
 
     def _room_after(self, settling: int) -> int:
         """Jobs to claim once `settling` of the jobs in hand are settled: the free slots and
-        those claimed ahead (`_ahead`), none while stopping, and never more than --max-jobs
+        those claimed ahead (`Ahead.extra`), none while stopping, and never more than --max-jobs
         leaves (every job in hand counts, held ones too)."""
         if self.reason is not None:
             return 0
-        room = self.slots + self._ahead(time.monotonic()) - len(self.running) + settling
+        ahead = self._ahead.extra(time.monotonic(), self.running.values())
+        room = self.slots + ahead - len(self.running) + settling
         if self.max_jobs is not None:
             room = min(room, self.max_jobs - self.finished - len(self.running))
         return max(room, 0)
-
-    def _log_ending(self, entry: Running, ending: Ending, ok: bool) -> None:
-        """One event per settled attempt, `job.<verdict>`, or `job.lease_lost` when the store
-        refused the settlement because the lease was gone."""
-        logger, settlement, verdict = entry.logger, ending.settlement, ending.verdict
-        if not ok:
-            logger.warning("job.lease_lost")
-        elif verdict == "done":
-            logger.info("job.done", seconds=round(time.monotonic() - entry.started, 6))
-        elif verdict == "failed":
-            logger.error("job.failed", error=last_line(settlement.error))
-        elif verdict == "retrying":
-            logger.warning(
-                "job.retrying", delay=round(settlement.delay, 3), error=last_line(settlement.error)
-            )
-        elif verdict == "snoozed":
-            logger.info("job.snoozed", delay=settlement.delay)
-        elif entry.held:
-            logger.info("job.handed_back", started=False)  # claimed ahead, never run
-        else:
-            logger.info("job.handed_back")
 
     def _finish_drain(self, now: float) -> bool:
         """True when the drain is over: nothing but timed-out jobs runs, or the deadline

@@ -2,7 +2,7 @@
 a job that is over at once (the jobs a worker claims ahead of its free slots), and `hold`,
 one that holds its slot. Handlers append their starts to $TJ_TEST_DIR/marks.jsonl. With
 $TJ_TEST_HOLD_FOR set, the worker holds a job claimed ahead that long before handing it back
-(tinyjobs.worker.HOLD_FOR), so that a test can act while jobs are held."""
+(tinyjobs.ahead.HOLD_FOR), so that a test can act while jobs are held."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import tinyjobs
-import tinyjobs.worker
+import tinyjobs.ahead
 
 if os.environ.get("TJ_TEST_HOLD_FOR"):
-    tinyjobs.worker.HOLD_FOR = float(os.environ["TJ_TEST_HOLD_FOR"])
+    tinyjobs.ahead.HOLD_FOR = float(os.environ["TJ_TEST_HOLD_FOR"])
 
 app = tinyjobs.App()  # $TINYJOBS_URL, set by the test
 app.queue("work", lease="3s")

@@ -1,4 +1,4 @@
-"""Jobs a worker claims ahead of its free slots (tinyjobs/worker.py, `_ahead`), with real
+"""Jobs a worker claims ahead of its free slots (tinyjobs/ahead.py), with real
 worker processes and real signals (SQLite): a drain hands them back at once without running
 them, a SIGKILL leaves them to the reaper like running jobs, and a long job does not keep them
 waiting.

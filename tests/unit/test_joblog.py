@@ -9,9 +9,11 @@ import json
 import pytest
 import structlog
 
-from tinyjobs import log
+from tinyjobs import joblog, log
+from tinyjobs.execution import done, handed_back
 from tinyjobs.job import Job
-from tinyjobs.joblog import JobLoggers, JsonJobLogger
+from tinyjobs.joblog import JobLoggers, JsonJobLogger, log_ending, log_started
+from tinyjobs.stores.base import Claimed
 
 
 @pytest.fixture(autouse=True)
@@ -89,3 +91,40 @@ def test_without_tinyjobs_json_lines_structlog_renders():
             "log_level": "info",
         }
     ]
+
+
+def worker_lines(make, monkeypatch, level: int = 10) -> list[str]:
+    """The lines of one job's run as a worker logs them (joblog.log_started, log_ending)."""
+    monkeypatch.setattr(log.time, "time", lambda: 1704067199.25)
+    monkeypatch.setattr(joblog.time, "monotonic", lambda: 100.0001235)
+    stream = io.StringIO()
+    log.configure(json=True, stream=stream, level=level)
+    logger = make()
+    claimed = Claimed(JOB, "token", 30.0)
+    log_started(logger)
+    log_ending(logger, done(claimed, "null"), True, 100.0, False)
+    log_ending(logger, handed_back(claimed), True, 100.0, True)
+    if isinstance(logger, JsonJobLogger):
+        logger.done(float("nan"))  # not JSON's: the general path's text
+        logger.done(5)  # an int: likewise
+    else:
+        logger.info("job.done", seconds=float("nan"))
+        logger.info("job.done", seconds=5)
+    return stream.getvalue().splitlines()
+
+
+def test_a_workers_job_lines_are_structlogs_to_the_character(monkeypatch):
+    fast = worker_lines(lambda: JobLoggers(pid=7)(JOB), monkeypatch)
+    slow = worker_lines(lambda: log.get_logger(pid=7).bind(**log.job_fields(JOB)), monkeypatch)
+    assert [json.loads(line)["event"] for line in fast] == ["job.started", "job.done", "job.handed_back"] + [
+        "job.done"
+    ] * 2
+    assert json.loads(fast[1])["seconds"] == 0.000124
+    assert fast == slow
+    assert worker_lines(lambda: JobLoggers(pid=7)(JOB), monkeypatch, level=30) == []
+
+
+def test_a_context_field_named_seconds_goes_through_structlog(monkeypatch):
+    fast = worker_lines(lambda: JobLoggers(pid=7, seconds="ctx")(JOB), monkeypatch)
+    slow = worker_lines(lambda: log.get_logger(pid=7, seconds="ctx").bind(**log.job_fields(JOB)), monkeypatch)
+    assert fast == slow

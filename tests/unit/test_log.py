@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import threading
 from datetime import UTC, datetime
 
 import pytest
@@ -133,3 +135,39 @@ def test_unbuffered_lines_go_out_one_by_one():
     log.configure(json=True, stream=stream)
     log.get_logger().info("supervisor.starting")
     assert json.loads(stream.getvalue())["event"] == "supervisor.starting"
+
+
+def test_lines_from_many_threads_each_go_out_once_in_their_order_while_others_flush():
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch every few bytecodes: a race has its chances
+    try:
+        seen = log_from_threads(threads=4, per_thread=20000)
+    finally:
+        sys.setswitchinterval(interval)
+    assert seen == {i: list(range(20000)) for i in range(4)}
+
+
+def log_from_threads(threads: int, per_thread: int) -> dict[int, list[int]]:
+    """Each thread's numbers, as written, by the lines of `threads` threads that each log
+    `per_thread` lines straight to the line logger and flush now and then."""
+    stream = Stream()
+    log.configure(json=True, stream=stream, buffered=True)
+    sink = log.json_lines().sink
+
+    def write(name: int) -> None:
+        for n in range(per_thread):
+            sink.msg(f"{name} {n}")
+            if n % 5 == 0:
+                log.flush()
+
+    workers = [threading.Thread(target=write, args=(i,)) for i in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    log.flush()
+    seen: dict[int, list[int]] = {}
+    for line in stream.getvalue().splitlines():
+        name, n = map(int, line.split())
+        seen.setdefault(name, []).append(n)
+    return seen

@@ -1,5 +1,5 @@
-"""Claiming ahead (tinyjobs/worker.py, `_ahead`): a worker whose jobs are short claims up to
-`slots` jobs beyond its free slots and its slot threads start them as their jobs return. In
+"""Claiming ahead (tinyjobs/ahead.py): a worker whose jobs are short claims up to
+twice `slots` jobs beyond its free slots and its slot threads start them as their jobs return. In
 this process, on the memory store; the crash and signal cases are in
 tests/process/test_claim_ahead.py."""
 
@@ -22,7 +22,7 @@ def watch_held(peak: dict[str, int]):
     """An on_tick hook that keeps the most jobs the worker held claimed ahead at a turn."""
 
     def tick(worker: Worker) -> None:
-        peak["held"] = max(peak.get("held", 0), len(worker._held))
+        peak["held"] = max(peak.get("held", 0), len(worker._ahead))
         peak["in_hand"] = max(peak.get("in_hand", 0), len(worker.running))
 
     return tick
@@ -60,7 +60,7 @@ def test_slots_start_jobs_claimed_ahead_never_more_than_slots_at_once_each_once_
         wait_until(lambda: all(app.get(j.id).state == "done" for j in jobs), timeout=30, what="every job")
     app.close()
     assert peak["held"] > 0, "claimed ahead"
-    assert peak["in_hand"] <= 4  # slots + at most slots ahead
+    assert peak["in_hand"] <= 2 + 2 * 2  # slots + at most AHEAD x slots ahead
     assert most[0] <= 2, "never more jobs running at once than slots"
     lines: dict[str, list[str]] = {}
     for event in events:
@@ -135,7 +135,7 @@ def test_a_long_job_running_stops_claiming_ahead():
 
 
 def test_jobs_claimed_ahead_have_their_leases_renewed_with_the_running_ones(monkeypatch):
-    monkeypatch.setattr("tinyjobs.worker.HOLD_FOR", 60.0)  # held until the slow jobs end
+    monkeypatch.setattr("tinyjobs.ahead.HOLD_FOR", 60.0)  # held until the slow jobs end
     app = tinyjobs.App("memory://")
     app.queue("work", lease="1s")  # renewed every 0.5 s; the worker's reaper ends it after 1 s
     release = threading.Event()
@@ -170,8 +170,8 @@ def check_renewals(app, worker: Worker, renewed: list[set[str]], warm) -> None:
     every renewal, and none of the four is reaped past its 1 s lease."""
     wait_until(lambda: all(app.get(j.id).state == "done" for j in warm), timeout=30, what="the warm-up")
     jobs = app.enqueue_many([("slow", {})] * 2 + [("quick", {"n": 0})] * 2)
-    wait_until(lambda: len(worker._held) == 2, timeout=10, what="two jobs held")
-    held = {entry.claimed.token for entry in list(worker._held)}
+    wait_until(lambda: len(worker._ahead) == 2, timeout=10, what="two jobs held")
+    held = {entry.claimed.token for entry in worker._ahead.held()}
     began = len(renewed)
     wait_until(lambda: len(renewed) >= began + 3, timeout=10, what="three renewals (1.5 s, past the lease)")
     assert all(held <= tokens for tokens in renewed[began:])
