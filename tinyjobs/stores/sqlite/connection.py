@@ -27,16 +27,6 @@ BUSY_TIMEOUT = 5.0
 BUSY_ON = f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}"
 BUSY_OFF = "PRAGMA busy_timeout=0"
 SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
-# The page size of a file this store creates (SQLite's default is 4096). Every commit writes
-# each page it changed as a whole WAL frame, checksummed, then synced, and a worker re-reads
-# every page it touches after another process's commit (SQLite empties a connection's page
-# cache whenever the WAL changed): a job's ~14 pages cost a quarter of the bytes at 1 KiB.
-# Measured (docs/measured.md, sqlite-lean): a lone job's store calls -21 % CPU, the cycle -5 %
-# instructions, for about one more frame per job (deeper and more frequently split b-trees).
-# Rows longer than about 900 bytes (a large payload) spill into overflow pages of this size.
-# Only a new, empty file takes it: an existing file keeps the page size it was made with
-# (docs/stores.md says how to convert one).
-PAGE_SIZE = 1024
 
 
 @dataclass(frozen=True)
@@ -107,8 +97,7 @@ def check_writable(target: Target) -> None:
 
 
 def connect(target: Target) -> sqlite3.Connection:
-    """A new connection with WAL, the synchronous level, busy timeout and foreign keys off; a
-    file it creates gets PAGE_SIZE pages."""
+    """A new connection with WAL, the synchronous level, busy timeout and foreign keys off."""
     try:
         conn = sqlite3.connect(
             target.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
@@ -117,9 +106,6 @@ def connect(target: Target) -> sqlite3.Connection:
         raise StoreUnavailable(f"sqlite store {mask(target.url)!r}: cannot open: {err}") from None
     conn.row_factory = sqlite3.Row
     try:
-        # Before journal_mode: the first write to a new file fixes its page size for good. On
-        # an existing file this does nothing.
-        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreUnavailable(
