@@ -125,6 +125,9 @@ class Worker:
         self._loop_wake_at = 0.0  # monotonic time the sleeping loop wakes by itself
         self._turn_began = 0.0  # the `now` of the loop's last turn
         self._helper_error: BaseException | None = None  # raised by the loop: see _lend_a_hand
+        # A claim errand is queued on the first slot and has not begun: news meanwhile needs no
+        # second one (see _hand_claim_to_first_slot).
+        self._claim_queued = False
         self._loop_ident: int | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         # Claims when the store has news while a slot is free (sleeps while the worker is full).
@@ -350,19 +353,26 @@ class Worker:
         connections taking turns at writing would each re-read the pages the other wrote), and
         the claim wakes no thread but that one. False when the loop's role is taken, the worker
         stops or that slot has a job: the caller wakes the loop to claim. Holds the role only
-        to hand the errand over (one submitter at a time), so slot 0 rarely waits for it."""
+        to hand the errand over (one submitter at a time), so slot 0 rarely waits for it. One
+        errand at a time: news while one waits to begin is its (its claim comes after), so
+        a burst of news (a store's wait returning again and again) queues no pile of claims
+        ahead of the next job this slot is given."""
         if self.reason is not None or not self._role.acquire(blocking=False):
             return False
         try:
             threads = self._threads
             if self.reason is not None or threads is None or not threads.first_free:
                 return False
+            if self._claim_queued:  # its claim begins after this news: it takes the job too
+                return True
+            self._claim_queued = True
             threads.submit_first(self._claim_as_first_slot)  # not a job: what it claims goes there too
             return True
         finally:
             self._role.release()
 
     def _claim_as_first_slot(self) -> None:
+        self._claim_queued = False  # before the claim: news from now on may need another
         if not self._lend_a_hand(self._claim, wait=True):
             self._waker.wake()
 

@@ -296,6 +296,26 @@ def test_wait_wakes_on_an_async_batch_enqueue(postgres_store):
         other.close()
 
 
+def test_a_due_time_passed_ends_one_wait_not_every_wait(postgres_store):
+    """A scheduled job's due time ends the wait it falls due in; the waits after it (the claim
+    that followed took the job, or could not) block for news again. Reported again, the passed
+    due time ended every wait at once until the store read the due times anew: a watcher
+    spinning hundreds of times a second, its claims queued ahead of the next job's start."""
+    other = open_postgres(postgres_store.settings.url)
+    try:
+        other.enqueue([NewJob(id="soon", task="t", delay=0.15)])
+        due = time.monotonic() + 0.15
+        deadline = due + 5
+        while time.monotonic() < due + 0.01:  # its notification, its due time: whatever ends them
+            postgres_store.wait(["default"], 0.5)
+            assert time.monotonic() < deadline
+        started = time.monotonic()  # past due, and no claim takes it here
+        assert postgres_store.wait(["default"], 0.3) is False
+        assert time.monotonic() - started >= 0.25
+    finally:
+        other.close()
+
+
 @pytest.mark.parametrize("how", ["keyword", "url"])
 def test_wait_polls_without_listen(postgres_store, how):
     url = postgres_store.settings.url

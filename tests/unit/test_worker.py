@@ -248,6 +248,65 @@ def test_a_lone_job_is_claimed_run_and_settled_by_one_slot_thread_while_the_loop
     assert not loop.is_alive()
 
 
+class BurstStore(DoorbellStore):
+    """A store whose wait returns at once `burst` times once armed (a wait that keeps
+    reporting news, as PostgreSQL's did with a passed due time), and whose claims take a few
+    milliseconds (a store round trip)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.burst = 0
+        self.claims = 0
+
+    def wait(self, queues, timeout):
+        if self.burst > 0:
+            self.burst -= 1
+            return True
+        return super().wait(queues, timeout)
+
+    def claim(self, *args, **kwargs):
+        self.claims += 1
+        time.sleep(0.005)
+        return super().claim(*args, **kwargs)
+
+
+def test_a_burst_of_news_queues_one_claim_at_a_time_not_a_pile_ahead_of_the_next_job(monkeypatch):
+    """Each piece of news has the first slot claim (an errand queued on it); news while an
+    errand waits to begin is that errand's, whose claim comes after it. Queued once per piece
+    of news, 300 at once queued 300 claims, and the job claimed by the first of them started
+    only after the other 299 (a job 0.5-0.8 s late at 50 jobs/s on PostgreSQL)."""
+    import tinyjobs.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "IDLE_POLL", 60.0)
+    monkeypatch.setattr(worker_module, "TIMED_POLL", 60.0)
+    store = BurstStore()
+    app = tinyjobs.App(store)
+
+    @app.task
+    def noop(run):
+        return None
+
+    worker = worker_module.Worker(app, slots=2, handle_signals=False)
+    loop = threading.Thread(target=worker.run, name="the-loop", daemon=True)
+    loop.start()
+    try:
+        wait_until(lambda: worker._loop_wake_at > 0 and not worker._role.locked())
+        store.claims = 0
+        store.burst = 300
+        with store.bell:  # ends the watcher's wait now, so the burst begins
+            store.rings += 1
+            store.bell.notify_all()
+        wait_until(lambda: store.burst == 0)
+        job = noop.enqueue()
+        wait_until(lambda: app.get(job.id).state == "done", timeout=10)
+        assert store.claims < 60, f"{store.claims} claims for a burst of 300 waits"
+    finally:
+        worker.request_stop()
+        loop.join(10)
+        app.close()
+    assert not loop.is_alive()
+
+
 def test_a_worker_whose_parents_pipe_lost_its_reader_stops_as_orphaned(app):
     # The supervisor's death closes the read end of the worker's report pipe before the kernel
     # hands the worker to another parent: the worker leaves on the first, whatever getppid()

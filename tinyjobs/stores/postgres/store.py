@@ -421,6 +421,13 @@ class PostgresStore(PostgresViews):
                 seconds = None if row is None or row[0] is None else float(row[0])
                 self._due_seen[key] = (clock, None if seconds is None else clock + seconds)
                 return seconds, None  # fresh: later news comes by notification
+            if due_at is not None and due_at <= clock:
+                # Passed: a wait returned for it already (or for news before it), and the claim
+                # that followed took it. Reported again, it would end every wait at once until
+                # DUE_FRESH is over: a watcher spinning hundreds of times a second, each turn a
+                # claim (a job read just before its due time made this happen at 50 jobs/s).
+                self._due_seen[key] = (read_at, None)
+                due_at = None
             return (None if due_at is None else due_at - clock), read_at + DUE_FRESH - clock
 
         return self._listener.wait(queues, timeout, until_due if queues else None)
