@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import log
 from .ahead import Ahead, limited
@@ -37,6 +37,11 @@ from .storeguard import StoreGuard
 from .stores.base import Claimed
 from .stores.deadlines import retrying_at_most
 from .storewatch import StoreWatcher
+
+if TYPE_CHECKING:
+    # For the types only: tinyjobs.cron loads croniter, which an app without schedules never needs.
+    from .cron import CronScheduler
+    from .reaper import Reaper
 
 R = TypeVar("R")
 
@@ -148,7 +153,16 @@ class Worker:
         # A standalone worker keeps the store tidy itself, and runs cron; under the supervisor
         # its leader does.
         self._duties = Duties(app, self._log, self._guard, standalone=reaper)
-        self.reaper, self.cron = self._duties.reaper, self._duties.cron
+
+    @property
+    def reaper(self) -> Reaper | None:
+        """A standalone worker's reaper (tinyjobs/duties.py), None under the supervisor."""
+        return self._duties.reaper
+
+    @property
+    def cron(self) -> CronScheduler | None:
+        """A standalone worker's cron scheduler, None under the supervisor or without schedules."""
+        return self._duties.cron
 
     # -- control (safe from signal handlers: flags and one pipe write) ----------------------
 
