@@ -5,7 +5,9 @@ commit). SIGTERM/SIGINT drain it; a second one stops it now.
 The loop's work is a role (a lock), not a thread: the main thread takes it for each turn and
 sleeps without it, and while it sleeps a lone job needs no turn: the store watcher hands the
 claim to the first slot thread, which claims, runs the job and settles it itself (two thread
-wake-ups per job at a low rate, where the loop's turns cost four).
+wake-ups per job at a low rate, where the loop's turns cost four). On a store whose wait wakes
+one waiter (Redis, SQLite), two watchers wait, and the one the news woke claims, runs and settles
+a lone job itself while the other waits on (one wake-up per job, no hand-off between threads).
 
 Parts of their own: the slots and the jobs claimed ahead of them (tinyjobs/ahead.py), the
 store watcher (tinyjobs/storewatch.py), a standalone worker's reaper and cron
@@ -36,7 +38,7 @@ from .stop import StopReason
 from .storeguard import StoreGuard
 from .stores.base import Claimed
 from .stores.deadlines import retrying_at_most
-from .storewatch import StoreWatcher
+from .storewatch import StoreWatcher, watchers_for
 
 if TYPE_CHECKING:
     # For the types only: tinyjobs.cron loads croniter, which an app without schedules never needs.
@@ -136,7 +138,12 @@ class Worker:
         self._loop_ident: int | None = None  # the thread in run()
         self._idle_poll = IDLE_POLL if self._polls(app.store, self.policies.values()) else TIMED_POLL
         # Claims when the store has news while a slot is free (sleeps while the worker is full).
-        self._watcher = StoreWatcher(app.store, self.queues, self._on_news, lambda: self.reason is not None)
+        self._watcher = StoreWatcher(
+            app.store, self.queues, self._on_news, lambda: self.reason is not None, watchers_for(app.store)
+        )
+        # A store watcher running a lone job itself (_run_here): `take` while it claims (the
+        # first job it starts stays with it, `call`), `runs` while it runs that job.
+        self._here = threading.local()
         # Finished attempts (entry, ending or None when the lease was lost), from the slots.
         self._results = Inbox(self._waker)
         # The slots, and the jobs claimed ahead of them (tinyjobs/ahead.py): held ones are in
@@ -354,12 +361,43 @@ class Worker:
         """Tell the store watcher whether a slot is free."""
         self._watcher.show_room(len(self.running) < self.slots)
 
-    def _on_news(self) -> None:
-        """(The store watcher's, while a slot is free.) Have the first slot claim while the
-        loop sleeps; were the role taken (a turn, a slot settling), waiting for it would be
-        one more sleep per job: the loop claims."""
+    def _on_news(self, covered: bool) -> None:
+        """(A store watcher's, while a slot is free.) When another watcher still waits on the
+        store (`covered`), claim and run the job here (`_run_here`): no thread is woken for a
+        lone job. Otherwise have the first slot claim while the loop sleeps; were the role
+        taken (a turn, a slot settling), waiting for it would be one more sleep per job: the
+        loop claims."""
+        if covered and self._run_here():
+            return
         if not self._hand_claim_to_first_slot():
             self._waker.wake()
+
+    def _run_here(self) -> bool:
+        """(A store watcher's, while another one waits on the store.) Claim in the loop's role,
+        if it is free, and run the first job claimed on this thread, then settle it here when
+        it is the only one running (as the first slot does, `_launch`); the others go to the
+        slots. Meanwhile the other watcher hears the news: a long job here keeps no job
+        waiting. False, with nothing done, when the role is taken or the worker stops."""
+        here = self._here
+        here.take, here.call = True, None
+        try:
+            done = self._lend_a_hand(self._claim, wait=False)
+            call = here.call
+        finally:
+            here.take, here.call = False, None
+        if call is not None:
+            here.runs = True
+            try:
+                after = call()
+                here.runs = False
+                if after is not None:
+                    after()
+            except BaseException as err:  # the loop's to raise (as _lend_a_hand's): not a deaf watcher
+                self._helper_error = err
+                self._waker.wake()
+            finally:
+                here.runs = False
+        return done
 
     def _hand_claim_to_first_slot(self) -> bool:
         """(The store watcher's.) Have the first slot thread claim, when it has no job, and run
@@ -429,7 +467,7 @@ class Worker:
 
         def call() -> Callable[[], None] | None:
             self._ahead.run_in_slot(entry, attempt, self._begin, self._results)
-            if threads.on_first() and len(self.running) == 1:
+            if (threads.on_first() or getattr(self._here, "runs", False)) and len(self.running) == 1:
                 return settle  # once this slot is free again, for the job claimed with it
             self._results.nudge()
             return None
@@ -446,6 +484,10 @@ class Worker:
             if not self._lend_a_hand(self._settle_ready, wait=False):
                 self._results.nudge()
 
+        here = self._here
+        if getattr(here, "take", False) and here.call is None:
+            here.call = call  # a store watcher's first job: it runs it itself (_run_here)
+            return
         threads.submit(call)
 
     def _begin(self, entry: Running) -> Attempt | None:
