@@ -19,6 +19,11 @@ from .urls import store_kind
 # return costs a wake-up (and on PostgreSQL a query for the next due time); 10 s, not 2 s.
 WATCH_FOR = 10.0
 
+# The stores whose wait wakes one waiter per piece of news: Redis's blocking pop serves one
+# client; SQLite's token wakes one thread among those in epoll_wait on its FIFO (EPOLLEXCLUSIVE),
+# and a token written while none sleeps there stays for the next wait (stores/sqlite/channels.py).
+TWO_WATCHERS = frozenset({"redis", "sqlite"})
+
 
 def watchers_for(store: Any) -> int:
     """How many threads watch `store`: two where its wait wakes one waiter per piece of news
@@ -32,9 +37,6 @@ def watchers_for(store: Any) -> int:
     except ConfigError:
         kind = None
     return 2 if kind in TWO_WATCHERS else 1
-
-
-TWO_WATCHERS = frozenset({"redis", "sqlite"})
 
 
 class StoreWatcher:
