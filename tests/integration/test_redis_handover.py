@@ -187,8 +187,11 @@ def test_a_job_popped_as_its_worker_stops_is_given_back_by_that_wait(redis_store
     holder, waiter = handed_over(redis_store)
     r = raw(redis_store)
     db = str(r.connection_pool.connection_kwargs.get("db", 0))
-    blocked = lambda: any(c["cmd"] == "blpop" and c["db"] == db and "b" in c["flags"] for c in r.client_list())  # noqa: E731
-    wait_until(blocked, timeout=10)  # its wait() is in its blocking pop, the holder's list among its keys
+
+    def blocked() -> bool:  # its wait() is in its blocking pop, the holder's list among its keys
+        return any(c["cmd"] == "blpop" and c["db"] == db and "b" in c["flags"] for c in r.client_list())
+
+    wait_until(blocked, timeout=10)
     [claimer] = [c for c in redis_store._claimers.values() if c is not None]
     claimer.stopped = True  # its give-back ran while this wait() was blocked
     redis_store.enqueue([NewJob("a", "work")])  # handed over (the registration was still there)
@@ -285,3 +288,41 @@ def test_a_popped_job_whose_lease_is_near_its_end_is_still_taken_when_it_was_not
     assert claimed.job.id == "a" and claimed.lease == 1.0
     assert not raw(redis_store).exists(f"{redis_store.base}:handed:{holder.id}")  # taken
     assert redis_store.renew([claimed.token])[claimed.token] == "ok"
+
+
+def as_older_version_handed_it(store, holder: Holder, waiter: Waiter) -> str:
+    """The job wait() popped, made as an older version's enqueue handed it over: its entry with
+    [] for the fields written, and its mark in P:handed:<holder> (the layout before)."""
+    import json
+
+    assert waiter.join() is True
+    [claimer] = [c for c in store._claimers.values() if c is not None]
+    job_id, flat, _written, steps = json.loads(claimer.stash[0])
+    claimer.stash[0] = json.dumps([job_id, flat, [], steps])
+    raw(store).hset(f"{store.base}:handed:{holder.id}", job_id, claimer.stash[0])
+    return job_id
+
+
+def test_a_job_an_older_version_handed_over_is_taken_with_its_mark_removed(redis_store):
+    holder, waiter = handed_over(redis_store)
+    redis_store.enqueue([NewJob("a", "work")])
+    as_older_version_handed_it(redis_store, holder, waiter)
+    [claimed] = redis_store.claim(QUEUES, holder, 8)
+    assert claimed.job.id == "a"
+    wait_until(lambda: not raw(redis_store).exists(f"{redis_store.base}:handed:{holder.id}"), timeout=10)
+    assert redis_store.end_leases([holder]) == 1
+    assert [e.outcome for e in redis_store.get("a", executions=True).executions] == ["worker lost"]
+
+
+@pytest.mark.parametrize("ending", ["end_leases", "reap"])
+def test_a_job_an_older_version_handed_over_and_no_claim_took_is_given_back_whole(redis_store, ending):
+    holder, waiter = handed_over(redis_store)
+    redis_store.enqueue([NewJob("a", "work", max_attempts=1)])
+    as_older_version_handed_it(redis_store, holder, waiter)
+    if ending == "end_leases":
+        assert redis_store.end_leases([holder]) == 1
+    else:
+        assert redis_store.reap(now=redis_store.now() + 31) == 1
+    back = redis_store.get("a", executions=True)
+    assert back.state == "waiting" and back.attempts == 0 and back.executions == []
+    assert not raw(redis_store).hexists(f"{redis_store.base}:handed:{holder.id}", "a")

@@ -156,9 +156,10 @@ class RedisStore(RedisViews):
                     ]
 
                 replies = self._conn.call(confirm)
-                gone = {
-                    i for (i, tk, legacy), r in zip(unsure, replies, strict=True) if (not r if legacy else r != tk)
-                }
+                gone = set()
+                for (job_id, tk, legacy), reply in zip(unsure, replies, strict=True):
+                    if (not reply) if legacy else reply != tk:  # mark gone / token no longer on it
+                        gone.add(job_id)
                 parsed = [(job_id, h) for job_id, h in parsed if job_id not in gone]
         except BaseException:
             with claimer.lock:
