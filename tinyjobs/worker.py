@@ -209,6 +209,10 @@ class Worker:
         try:
             self._loop()
         finally:
+            # Jobs the store handed this worker and no claim took (Redis: popped): back whole.
+            give_back = getattr(self.app.store, "give_back_unstarted", None)
+            if give_back is not None:
+                self._store_call("give_back", give_back, self.holder)
             self.heartbeat.stop()
             self._threads.close()
             self._async.close()

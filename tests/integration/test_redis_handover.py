@@ -1,8 +1,9 @@
 """The Redis store's handover: a single enqueue leases its job to a waiting worker (registered
 by its claim that found nothing), whose wait() pops the job and whose next claim returns it
-without a round trip; a job handed over and never taken by a claim (popped or not) is given back
-whole (no attempt, no execution) when its holder's leases end or its lease expires, and one
-taken is on record like any claimed job."""
+without a round trip; a job handed over and never popped is given back whole (no attempt, no
+execution) when its holder's leases end or its lease expires, one popped and not started is given
+back whole by its worker when it stops (give_back_unstarted), and one popped and lost is on record
+like any claimed job."""
 
 from __future__ import annotations
 
@@ -92,12 +93,12 @@ def test_a_single_enqueue_hands_its_job_to_a_waiting_worker(redis_store):
     assert redis_store.get("a").state == "running"
     assert registered(redis_store) == {}  # used up
     r = raw(redis_store)
-    assert r.hkeys(f"{redis_store.base}:handed:{holder.id}") == ["a"]
+    assert not r.exists(f"{redis_store.base}:hand:{holder.id}")  # popped: the worker's now
+    assert not r.exists(f"{redis_store.base}:handed:{holder.id}")  # no mark to remove (the layout before)
     [claimed] = redis_store.claim(QUEUES, holder, 8)
     assert claimed.job.id == "a" and claimed.job.args == {"x": 1} and claimed.job.attempts == 1
     assert claimed.job.state == "running" and claimed.job.started_at is not None
     assert claimed.lease == 30.0 and claimed.token.endswith("-a")
-    wait_until(lambda: not r.exists(f"{redis_store.base}:handed:{holder.id}"), timeout=10)  # taken
     assert redis_store.claim(QUEUES, holder, 8) == []  # taken once
     assert redis_store.renew([claimed.token])[claimed.token] == "ok"
     assert redis_store.settle([Settlement("a", claimed.token, "done", result="7")]) == [True]
@@ -110,11 +111,17 @@ def test_a_single_enqueue_hands_its_job_to_a_waiting_worker(redis_store):
 
 @pytest.mark.parametrize("popped", [True, False])
 def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_ends(redis_store, popped):
-    """Popped by wait() or not, a job no claim took never started (a worker that stops between
-    its pop and its claim, or dies before either)."""
+    """A job no claim took never started: popped by wait(), its worker gives it back as it
+    stops (give_back_unstarted: a worker that stops between its pop and its claim); never
+    popped, ending its holder's leases does (a worker that died before its pop)."""
     holder = handed_a_job(redis_store, popped)
     assert redis_store.holders(holder.host) == [holder]
-    assert redis_store.end_leases([holder]) == 1
+    if popped:
+        assert redis_store.give_back_unstarted(holder) == 1
+        assert redis_store.give_back_unstarted(holder) == 0  # once
+        assert redis_store.end_leases([holder]) == 0
+    else:
+        assert redis_store.end_leases([holder]) == 1
     back = redis_store.get("a", executions=True)
     assert back.state == "waiting" and back.attempts == 0 and back.executions == []
     other = Holder("other-host", 1, 1)
@@ -129,7 +136,9 @@ def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_holder_e
 @pytest.mark.parametrize("popped", [True, False])
 def test_a_job_handed_over_and_never_taken_is_given_back_whole_when_its_lease_expires(redis_store, popped):
     holder = handed_a_job(redis_store, popped)
-    assert redis_store.reap(now=redis_store.now() + 31) == 1
+    if popped:
+        assert redis_store.give_back_unstarted(holder) == 1  # its worker stopped
+    assert redis_store.reap(now=redis_store.now() + 31) == (0 if popped else 1)
     # Never popped, it is off the holder's list too: its wait() will not get it later.
     assert not raw(redis_store).exists(f"{redis_store.base}:hand:{holder.id}")
     back = redis_store.get("a", executions=True)
@@ -147,6 +156,49 @@ def test_a_handed_job_taken_then_lost_ends_worker_lost_on_record(redis_store):
     back = redis_store.get("a", executions=True)
     assert back.state == "waiting" and back.attempts == 1
     assert [e.outcome for e in back.executions] == ["worker lost"]
+
+
+def test_a_popped_job_its_worker_died_with_ends_worker_lost_on_record(redis_store):
+    """Popped is taken: a worker that died between its pop and its claim (no give-back) leaves
+    an attempt on record, as any job a claim gave a worker that died (not a lost job)."""
+    holder = handed_a_job(redis_store, popped=True)
+    assert redis_store.end_leases([holder]) == 1
+    back = redis_store.get("a", executions=True)
+    assert back.state == "failed" and back.attempts == 1  # max_attempts=1
+    assert [e.outcome for e in back.executions] == ["worker lost"]
+
+
+def test_a_stopped_worker_is_handed_nothing_more(redis_store):
+    """give_back_unstarted removes the holder's registrations, and its claims register it no
+    more: a single enqueue after it leaves the job waiting for any claim."""
+    holder = become_idle(redis_store)
+    wait_registered(redis_store, holder)
+    assert redis_store.give_back_unstarted(holder) == 0
+    assert registered(redis_store) == {}
+    assert redis_store.claim(QUEUES, holder, 8) == []
+    assert registered(redis_store) == {}
+    redis_store.enqueue([NewJob("a", "work")])
+    assert redis_store.get("a").state == "waiting"
+
+
+def test_a_job_popped_as_its_worker_stops_is_given_back_by_that_wait(redis_store):
+    """A wait() blocked when its worker stopped may still pop a job handed over just before:
+    it gives that job back itself (the worker's give-back has run)."""
+    holder, waiter = handed_over(redis_store)
+    r = raw(redis_store)
+    db = str(r.connection_pool.connection_kwargs.get("db", 0))
+
+    def blocked() -> bool:  # its wait() is in its blocking pop, the holder's list among its keys
+        return any(c["cmd"] == "blpop" and c["db"] == db and "b" in c["flags"] for c in r.client_list())
+
+    wait_until(blocked, timeout=10)
+    [claimer] = [c for c in redis_store._claimers.values() if c is not None]
+    claimer.stopped = True  # its give-back ran while this wait() was blocked
+    redis_store.enqueue([NewJob("a", "work")])  # handed over (the registration was still there)
+    assert waiter.join() is True
+    back = redis_store.get("a", executions=True)
+    assert back.state == "waiting" and back.attempts == 0 and back.executions == []
+    assert claimer.stash == [] and registered(redis_store) == {}
 
 
 def test_no_handover_past_a_job_already_due(redis_store):
@@ -236,3 +288,41 @@ def test_a_popped_job_whose_lease_is_near_its_end_is_still_taken_when_it_was_not
     assert claimed.job.id == "a" and claimed.lease == 1.0
     assert not raw(redis_store).exists(f"{redis_store.base}:handed:{holder.id}")  # taken
     assert redis_store.renew([claimed.token])[claimed.token] == "ok"
+
+
+def as_older_version_handed_it(store, holder: Holder, waiter: Waiter) -> str:
+    """The job wait() popped, made as an older version's enqueue handed it over: its entry with
+    [] for the fields written, and its mark in P:handed:<holder> (the layout before)."""
+    import json
+
+    assert waiter.join() is True
+    [claimer] = [c for c in store._claimers.values() if c is not None]
+    job_id, flat, _written, steps = json.loads(claimer.stash[0])
+    claimer.stash[0] = json.dumps([job_id, flat, [], steps])
+    raw(store).hset(f"{store.base}:handed:{holder.id}", job_id, claimer.stash[0])
+    return job_id
+
+
+def test_a_job_an_older_version_handed_over_is_taken_with_its_mark_removed(redis_store):
+    holder, waiter = handed_over(redis_store)
+    redis_store.enqueue([NewJob("a", "work")])
+    as_older_version_handed_it(redis_store, holder, waiter)
+    [claimed] = redis_store.claim(QUEUES, holder, 8)
+    assert claimed.job.id == "a"
+    wait_until(lambda: not raw(redis_store).exists(f"{redis_store.base}:handed:{holder.id}"), timeout=10)
+    assert redis_store.end_leases([holder]) == 1
+    assert [e.outcome for e in redis_store.get("a", executions=True).executions] == ["worker lost"]
+
+
+@pytest.mark.parametrize("ending", ["end_leases", "reap"])
+def test_a_job_an_older_version_handed_over_and_no_claim_took_is_given_back_whole(redis_store, ending):
+    holder, waiter = handed_over(redis_store)
+    redis_store.enqueue([NewJob("a", "work", max_attempts=1)])
+    as_older_version_handed_it(redis_store, holder, waiter)
+    if ending == "end_leases":
+        assert redis_store.end_leases([holder]) == 1
+    else:
+        assert redis_store.reap(now=redis_store.now() + 31) == 1
+    back = redis_store.get("a", executions=True)
+    assert back.state == "waiting" and back.attempts == 0 and back.executions == []
+    assert not raw(redis_store).hexists(f"{redis_store.base}:handed:{holder.id}", "a")

@@ -67,14 +67,19 @@
 --                                  without limits (claim.lua), for IDLE_FOR seconds. A single
 --                                  enqueue hands its job over to one (enqueue_one): used once;
 --                                  a claim that fills the worker removes its registrations
---   P:hand:<holder>        list    jobs handed over to that holder, each as claim.lua's reply
---                                  gives a lease ([id, row, [], []]), for its wait() to pop
---   P:handed:<holder>      hash    job id -> its P:hand entry: jobs leased to the holder by an enqueue that
---                                  its claim has not taken yet. The claim that returns one
---                                  (RedisStore.claim, from what wait() popped) removes it before
---                                  the job starts; ending the holder's leases (end_leases, reap)
---                                  finds the rest never started and gives each back as if it was
---                                  never taken (attempt and start entry undone: no attempt began)
+--   P:hand:<holder>        list    jobs handed over to that holder and not popped yet, each as
+--                                  claim.lua's reply gives a lease, with 1 for its fields written
+--                                  ([id, row, 1, []]: no P:handed mark, see below), for its wait()
+--                                  to pop. Popped is taken: the worker has it as a claim's reply,
+--                                  and a worker that stops gives back what it popped and did not
+--                                  start (give_back.lua). So ending the holder's leases (end_leases,
+--                                  reap) gives back whole a job still on this list (never
+--                                  popped: no attempt began) and ends the others on record
+--   P:handed:<holder>      hash    the layout before: job id -> its P:hand entry, for jobs an older
+--                                  version handed over (their entries have [] for the fields
+--                                  written) and that holder's claim has not taken yet (it removes
+--                                  the mark before the job starts). Written by no script any more;
+--                                  a job marked here is given back whole as before
 --
 -- Job hash fields: t task, q queue, p payload, pr priority, d due, s seq, st stored state
 -- (pending/blocked/running/done/failed/cancelled), a attempts, ma max_attempts, b attempt
@@ -489,23 +494,45 @@ local function end_lease(id, j, outcome, now)
   end
 end
 
--- Give back a job handed over to `holder` and never taken by its claim (P:handed:<holder>): no
--- worker started it, so no attempt began. Its lease, its attempt and the execution's start
--- entry (the last of P:exec:<id>: only a settlement, which needs the token, adds after it) are
--- undone and the job waits again at its due time, as before the handover.
-local function undo_handover(id, j, now)
-  local hk = P .. ':handed:' .. j.h
-  local entry = redis.call('HGET', hk, id)
-  if entry then  -- not popped yet (reap, of a live holder): it must not be later
+-- The entry of job `id` on P:hand:<h> (handed over to h and not popped yet), or nil. The list
+-- holds 8 entries at most (enqueue_one): a rare path (reap, end_leases) reads it whole.
+local function hand_entry(h, id)
+  local head = cjson.encode(id) .. ','
+  for _, entry in ipairs(redis.call('LRANGE', P .. ':hand:' .. h, 0, -1)) do
+    if string.sub(entry, 2, #head + 1) == head then
+      return entry
+    end
+  end
+  return nil
+end
+
+-- Give back a job handed over to its holder j.h and never started: not popped (its `entry` on
+-- P:hand:<holder>, removed here; nil when the caller took it off already), popped and given
+-- back by its worker (give_back.lua), or marked in P:handed by an older version. No worker
+-- started it, so no attempt began. Its lease, its attempt and the execution's start entry (the
+-- last of P:exec:<id>: only a settlement, which needs the token, adds after it) are undone and
+-- the job waits again at its due time, as before the handover.
+local function undo_handover(id, j, now, entry)
+  if entry then
     redis.call('LREM', P .. ':hand:' .. j.h, 1, entry)
   end
-  redis.call('HDEL', hk, id)
   clear_lease(id, j)
   holders_touched[j.h] = true
   redis.call('RPOP', P .. ':exec:' .. id)
   j.a = string.format('%d', tonumber(j.a) - 1)
   redis.call('HSET', jk(id), 'a', j.a)
   place(id, j, tonumber(j.d), now)
+end
+
+-- A job an older version handed over to holder h (P:handed:<h>, see the layout) and no claim
+-- took: given back whole, with its entry if still on P:hand:<h>. Whether it was.
+local function undo_legacy_handover(id, j, h, now)
+  local hk = P .. ':handed:' .. h
+  local entry = redis.call('HGET', hk, id)
+  if entry == false then return false end
+  redis.call('HDEL', hk, id)
+  undo_handover(id, j, now, entry)
+  return true
 end
 
 -- A worker waiting with room for queue `q` that a job due now can be handed to, or nil: only
@@ -599,12 +626,19 @@ local function enqueue_one(a, now, hand)
     redis.call('SADD', P .. ':holders', w.h)
     redis.call('RPUSH', P .. ':exec:' .. id,
       '{"a":1,"h":' .. cjson.encode(w.host) .. ',"p":' .. w.pid .. ',"s":"' .. num(now) .. '"}')
-    -- The job itself, as claim.lua's reply gives a lease, for the holder's wait() to pop; the
-    -- same text in P:handed, so that giving the job back takes it off the list too.
-    local entry = '[' .. cjson.encode(id) .. ',' .. cjson.encode(f) .. ',[],[]]'
-    redis.call('HSET', P .. ':handed:' .. w.h, id, entry)
-    if redis.call('RPUSH', P .. ':hand:' .. w.h, entry) > 8 then
-      redis.call('LTRIM', P .. ':hand:' .. w.h, -8, -1)
+    -- The job itself, as claim.lua's reply gives a lease, for the holder's wait() to pop: popped,
+    -- it is the worker's (no mark to remove before it starts: see P:hand in the layout). 1 in
+    -- place of the fields written tells a worker so (an older version's entry has []).
+    local hk = P .. ':hand:' .. w.h
+    local n = redis.call('RPUSH', hk, '[' .. cjson.encode(id) .. ',' .. cjson.encode(f) .. ',1,[]]')
+    if n > 8 then
+      -- At most 8 wait on a holder (one that stopped waiting has one at most): the oldest go
+      -- back whole, as if never handed over.
+      for _, old in ipairs(redis.call('LPOP', hk, n - 8)) do
+        local oid = cjson.decode(old)[1]
+        local oj = load(oid)
+        if oj and oj.st == 'running' and oj.h == w.h then undo_handover(oid, oj, now, nil) end
+      end
     end
     return {'1', id, 'pending', num(due), seq, ''}
   end

@@ -1,5 +1,5 @@
 -- end_leases.lua: end every lease of the given holders at once, as reap does, with executions
--- ending 'worker lost' (DUR-02). One atomic step. Jobs handed over to them and never taken are
+-- ending 'worker lost' (DUR-02). One atomic step. Jobs handed over to them and never popped are
 -- given back (undo_handover), and their registrations as waiting workers removed.
 -- KEYS[1] = P:seq
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:hold:<holder>,
@@ -12,11 +12,21 @@ local now = clock(ARGV[1])
 local n = 0
 for i = 2, #ARGV do
   local h = ARGV[i]
-  -- Jobs handed over to it and never taken: given back, no attempt began (undo_handover).
-  for _, id in ipairs(redis.call('HKEYS', P .. ':handed:' .. h)) do
+  -- Jobs handed over to it and never popped: given back, no attempt began (undo_handover).
+  -- Those its wait() popped are its own (a worker that stops gives back those it did not
+  -- start: give_back.lua); one that died with them ends them below, on record.
+  for _, entry in ipairs(redis.call('LRANGE', P .. ':hand:' .. h, 0, -1)) do
+    local id = cjson.decode(entry)[1]
     local j = load(id)
     if j and j.st == 'running' and j.h == h then
-      undo_handover(id, j, now)
+      undo_handover(id, j, now, nil)
+      n = n + 1
+    end
+  end
+  -- Jobs an older version handed over to it and no claim took (P:handed: see _lib.lua).
+  for _, id in ipairs(redis.call('HKEYS', P .. ':handed:' .. h)) do
+    local j = load(id)
+    if j and j.st == 'running' and j.h == h and undo_legacy_handover(id, j, h, now) then
       n = n + 1
     end
   end

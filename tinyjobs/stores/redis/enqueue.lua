@@ -3,8 +3,7 @@
 -- Keys used (P = '{prefix}', one hash slot; layout and fields in _lib.lua): P:seq, P:job:<id>,
 --   P:steps:<id>, P:exec:<id> (replaced jobs), P:deps:<parent>, P:q:<q>:ready|sched|wake, P:queues,
 --   P:keys, P:st:<state>, P:counts, P:expiry; for a job handed to a waiting worker (enqueue_one):
---   P:q:<q>:idle|run|grun, P:paused, P:leases, P:holders, P:hold:<holder>, P:hand:<holder>,
---   P:handed:<holder>
+--   P:q:<q>:idle|run|grun, P:paused, P:leases, P:holders, P:hold:<holder>, P:hand:<holder>
 -- ARGV[1] = now ('' = server TIME)
 -- ARGV[2] = JSON array of jobs, each an array of 13 strings: id, task, queue, payload,
 --   priority, delay, at, key, group, after (JSON array), max attempts, dedupe, keep ('' = none)

@@ -43,6 +43,7 @@ OPERATIONS = (
     "settle_claim",
     "reap",
     "end_leases",
+    "give_back",
     "holders",
     "cancel",
     "retry",

@@ -114,36 +114,52 @@ class RedisStore(RedisViews):
 
     def _take_handed(self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int) -> list[Claimed]:
         """Up to `limit` of the jobs wait() popped from P:hand:<holder> (handed over by an
-        enqueue, already leased to the holder), taken: each is removed from P:handed:<holder>
-        before it is returned, so that a job a worker may have started is never given back as
-        never taken (end_leases, reap). The removal is sent without waiting for its reply
-        (Connection.send_only: no round trip before the job starts); when that send fails it
-        is made as a call, and when that fails too the jobs stay in hand and StoreUnavailable
-        is raised, as for a claim that could not reach the server."""
+        enqueue, already leased to the holder), taken without a round trip: popped, a job is
+        this worker's as a claim's reply is (a worker that stops gives back those it did not
+        start: give_back_unstarted). Two kinds are confirmed by a call first, as a claim that
+        could not reach the server raises StoreUnavailable with the jobs kept when it fails:
+        a job whose lease ends within HANDED_SURE (this host's clock against the server's, and
+        the reaper's turn) may have been ended by the reaper already and is taken only while its
+        token is still on it (a job given back must not start here); and an entry an older
+        version's enqueue wrote (its fields written are [], not 1) has a mark in
+        P:handed:<holder> that must go before the job starts (HDEL; sent without waiting for
+        its reply when its lease is far from its end, as that version did)."""
         claimer = self._claimers.get(frozenset(queues))
         if claimer is None or not claimer.stash or claimer.holder.id != holder.id:
             return []
         with claimer.lock:
             entries, claimer.stash = claimer.stash[:limit], claimer.stash[limit:]
         handed_key = f"{self.base}:handed:{holder.id}"
-        parsed = [(job_id, codec.pairs(flat)) for job_id, flat, _changed, _steps in map(json.loads, entries)]
-        # A lease near its end may have been given back already (reap: handed, never taken), and
-        # a job given back must not start here: such a one is taken by a call whose reply says
-        # whether it was still ours. The others' removal goes without waiting (this host's clock
-        # against the server's: HANDED_SURE covers their difference and the reaper's turn).
         cutoff = time.time() + HANDED_SURE
-        sure = [job_id for job_id, h in parsed if float(h["le"]) > cutoff]
-        unsure = [job_id for job_id, h in parsed if float(h["le"]) <= cutoff]
+        parsed, marked, unsure = [], [], []
+        for job_id, flat, written, _steps in map(json.loads, entries):
+            h = codec.pairs(flat)
+            parsed.append((job_id, h))
+            if float(h["le"]) <= cutoff:
+                unsure.append((job_id, h["tk"], written != 1))
+            elif written != 1:
+                marked.append(job_id)
         try:
-            if sure:
-                args = ["HDEL", handed_key, *sure]
+            if marked:
+                args = ["HDEL", handed_key, *marked]
                 try:
                     self._conn.send_only(args)
                 except (redis.ConnectionError, redis.TimeoutError):
                     self._conn.call(lambda c: execute(c, args))
             if unsure:
-                removed = self._conn.call(lambda c: [execute(c, ["HDEL", handed_key, i]) for i in unsure])
-                gone = {job_id for job_id, ours in zip(unsure, removed, strict=True) if not ours}
+                job_key = f"{self.base}:job:"
+
+                def confirm(c: redis.Redis) -> list[Any]:
+                    return [
+                        execute(c, ["HDEL", handed_key, i] if legacy else ["HGET", job_key + i, "tk"])
+                        for i, _tk, legacy in unsure
+                    ]
+
+                replies = self._conn.call(confirm)
+                gone = set()
+                for (job_id, tk, legacy), reply in zip(unsure, replies, strict=True):
+                    if (not reply) if legacy else reply != tk:  # mark gone / token no longer on it
+                        gone.add(job_id)
                 parsed = [(job_id, h) for job_id, h in parsed if job_id not in gone]
         except BaseException:
             with claimer.lock:
@@ -153,6 +169,33 @@ class RedisStore(RedisViews):
         for job_id, h in parsed:
             out.append(Claimed(codec.from_hash(job_id, h, float(h["sa"])), h["tk"], float(h["ls"]), {}))
         return out
+
+    def give_back_unstarted(self, holder: Holder) -> int:
+        """Give back whole (no attempt, no execution on record) the jobs handed over to
+        `holder` that it did not start: those its wait() popped and no claim took, and those
+        still on its list; its registrations as a waiting worker go first, so that nothing
+        more is handed to it, and its claims register it no more. One atomic script
+        (give_back.lua), safe to repeat. A worker calls this when it stops claiming
+        (tinyjobs/worker.py): without it, ending its leases would end a popped job 'worker
+        lost' on record, an attempt used, as for any job a claim gave a worker that died.
+        Returns how many jobs."""
+        if self._claimers_pid != os.getpid():
+            return 0
+        queues: set[str] = set()
+        popped: list[str] = []
+        for names, claimer in self._claimers.items():
+            if claimer is None or claimer.holder.id != holder.id:
+                continue
+            with claimer.lock:
+                claimer.waits, claimer.stopped = False, True
+                entries, claimer.stash = claimer.stash, []
+            queues |= names
+            for entry in entries:
+                job_id, flat = json.loads(entry)[:2]
+                popped += [job_id, codec.pairs(flat)["tk"]]
+        if not queues:
+            return 0
+        return int(self._run("give_back", ["", holder.id, len(queues), *sorted(queues), *popped]))
 
     def _hand_flag(self, queues: Mapping[str, QueuePolicy], holder: Holder, now: float | None) -> str:
         """claim.lua's handover flag: '1' when the holder, once its claim finds nothing, may be
@@ -337,7 +380,8 @@ class RedisStore(RedisViews):
 
         A store whose holder claims from these queues pops P:hand:<holder> first: a job a single
         enqueue handed over to it (enqueue_one), already leased to it; it is kept for the next
-        claim, which returns it without a round trip (_take_handed)."""
+        claim, which returns it without a round trip (_take_handed); once its holder stopped
+        (give_back_unstarted), no more."""
         if not queues or timeout <= 0:
             return False
         names = tuple(queues)
@@ -355,7 +399,7 @@ class RedisStore(RedisViews):
         keys = [f"{self.base}:q:{q}:wake" for q in names]
         claimer = self._claimers.get(frozenset(names))
         hand = None
-        if claimer is not None and self._claimers_pid == os.getpid():
+        if claimer is not None and self._claimers_pid == os.getpid() and not claimer.stopped:
             claimer.waits = True  # its claims that find nothing register it (claim.lua)
             hand = f"{self.base}:hand:{claimer.holder.id}"
             keys.insert(0, hand)  # jobs handed over to it first
@@ -363,6 +407,9 @@ class RedisStore(RedisViews):
         if popped and claimer is not None and popped[0] == hand:
             with claimer.lock:
                 claimer.stash.append(popped[1])  # a job handed over: the next claim returns it
+                late = claimer.stopped  # popped as its holder stopped (give_back_unstarted)
+            if late:
+                self.give_back_unstarted(claimer.holder)
         elif not popped or popped[1] != "1":
             self._due_at.pop(names, None)  # timed out or a job was scheduled: read it again
         return bool(popped) or until_due <= timeout
@@ -406,10 +453,12 @@ class RedisStore(RedisViews):
 @dataclass
 class _Claimer:
     """The holder that claims from a set of queues through this store, whether it has waited
-    on them here, and the jobs handed over to it that wait() popped and no claim took yet."""
+    on them here (or stopped), and the jobs handed over to it that wait() popped and no claim
+    took yet."""
 
     holder: Holder
     waits: bool = False
+    stopped: bool = False  # its jobs were given back (give_back_unstarted): no more handovers
     stash: list[str] = field(default_factory=list)  # jobs wait() popped from P:hand:<holder>
     lock: threading.Lock = field(default_factory=threading.Lock)
 
