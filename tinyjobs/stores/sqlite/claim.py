@@ -24,6 +24,7 @@ def claim_jobs(
     limit: int,
     now: float,
     at_once: bool = True,
+    left: bool = True,
 ) -> Taken:
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
     `queues`, each queue within its limits, and lease them (the lease's holder, start and
@@ -32,11 +33,13 @@ def claim_jobs(
     file's write lock, which every other worker is waiting for. One queue without limits is
     claimed with one statement (`_claim_due`) unless `at_once` is False (a claim that must
     find its candidates before it writes: SQLiteStore._claim_reading_first); outside a
-    transaction that statement is the whole claim, committed by its end."""
+    transaction that statement is the whole claim, committed by its end. `left` False: the
+    caller has no use for the queues where due jobs were left behind (the third item may then
+    be empty when it would not be), and that claim asks nothing more to tell them."""
     if at_once and len(queues) == 1:
         (policy,) = queues.values()
         if unlimited(policy):
-            return _claim_due(conn, policy, holder, limit, now)
+            return _claim_due(conn, policy, holder, limit, now, left)
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
     more: set[str] = set()
     for policy in queues.values():
@@ -92,14 +95,14 @@ def one_statement(queues: Mapping[str, QueuePolicy]) -> bool:
 
 
 def _claim_due(
-    conn: sqlite3.Connection, policy: QueuePolicy, holder: Holder, limit: int, now: float
+    conn: sqlite3.Connection, policy: QueuePolicy, holder: Holder, limit: int, now: float, left: bool
 ) -> Taken:
     """claim_jobs for one queue without limits: candidates and leases in one statement
     (claim_due), the steps in its last column. Run outside a transaction, it is one autocommit
     statement: its rows come back once its commit is done (fetchall steps it to its end, where
     SQLite commits; a failed commit raises, and nothing was taken). Whether due jobs were left
-    behind is asked only when the claim is full (one read; a job enqueued meanwhile sends a
-    wake-up of its own anyway)."""
+    behind is asked only when the claim is full and `left` (one read; a job enqueued meanwhile
+    sends a wake-up of its own anyway)."""
     cur = conn.cursor()
     cur.row_factory = None  # plain tuples, read by position (rows.claimed_job)
     params = {"now": now, "lease": policy.lease, "holder": holder.id, "queue": policy.name, "limit": limit}
@@ -109,13 +112,13 @@ def _claim_due(
         if row[HAS_STEPS] is not None:
             steps[row[SEQ]] = json.loads(row[HAS_STEPS])
     more: set[str] = set()
-    if len(rows) == limit:
+    if left and len(rows) == limit:
         params = {"queue": policy.name, "now": now, "limit": 1}
         try:
-            left = conn.execute(Q["claim_candidates_first"], params).fetchone() is not None
+            behind = conn.execute(Q["claim_candidates_first"], params).fetchone() is not None
         except sqlite3.OperationalError:
-            left = True  # after an autocommit claim the leases are taken: a wake-up too many
-        if left:
+            behind = True  # after an autocommit claim the leases are taken: a wake-up too many
+        if behind:
             more.add(policy.name)
     return rows, steps, more
 

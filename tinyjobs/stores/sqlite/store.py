@@ -200,7 +200,9 @@ class SQLiteStore(SQLiteViews):
         with self._write() as db:
             at = self._now(now)
             flags, woken, scheduled = self._settled(db, settlements, at, queues)
-            taken = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else None
+            # No pass_on here (a full worker takes what it left on its next cycle): no need to
+            # know whether jobs were left behind.
+            taken = claim_jobs(db, queues, holder, limit, at, left=False) if limit > 0 and queues else None
         self._wake(woken, scheduled)
         if taken and len(taken[0]) == limit:
             # This worker is full: the next tokens of its queues go to idle workers first. No
