@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Mapping
 
@@ -22,12 +23,23 @@ def claim_jobs(
     holder: Holder,
     limit: int,
     now: float,
+    at_once: bool = True,
+    left: bool = True,
 ) -> Taken:
     """Inside an open write transaction: pick up to `limit` jobs in claim order across
     `queues`, each queue within its limits, and lease them (the lease's holder, start and
     attempt on the job's row are the running attempt's record until it ends). The snapshots are built by
     `claimed` once the transaction has committed: decoding payloads need not hold the
-    file's write lock, which every other worker is waiting for."""
+    file's write lock, which every other worker is waiting for. One queue without limits is
+    claimed with one statement (`_claim_due`) unless `at_once` is False (a claim that must
+    find its candidates before it writes: SQLiteStore._claim_reading_first); outside a
+    transaction that statement is the whole claim, committed by its end. `left` False: the
+    caller has no use for the queues where due jobs were left behind (the third item may then
+    be empty when it would not be), and that claim asks nothing more to tell them."""
+    if at_once and len(queues) == 1:
+        (policy,) = queues.values()
+        if unlimited(policy):
+            return _claim_due(conn, policy, holder, limit, now, left)
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
     more: set[str] = set()
     for policy in queues.values():
@@ -63,6 +75,51 @@ def claim_jobs(
     if stepped:
         for seq, step, value in conn.execute(Q["claim_steps"], (ints_json(stepped),)):
             steps.setdefault(seq, {})[step] = value
+    return rows, steps, more
+
+
+def unlimited(policy: QueuePolicy) -> bool:
+    """Whether a queue's claim counts nothing: no concurrency or rate, of its own or per group."""
+    return (
+        policy.concurrency is None
+        and policy.rate is None
+        and policy.group_concurrency is None
+        and policy.group_rate is None
+    )
+
+
+def one_statement(queues: Mapping[str, QueuePolicy]) -> bool:
+    """Whether claim_jobs claims `queues` with one statement (claim_due): one queue, unlimited.
+    Outside a transaction that statement is then the whole claim (SQLiteStore.claim)."""
+    return len(queues) == 1 and unlimited(next(iter(queues.values())))
+
+
+def _claim_due(
+    conn: sqlite3.Connection, policy: QueuePolicy, holder: Holder, limit: int, now: float, left: bool
+) -> Taken:
+    """claim_jobs for one queue without limits: candidates and leases in one statement
+    (claim_due), the steps in its last column. Run outside a transaction, it is one autocommit
+    statement: its rows come back once its commit is done (fetchall steps it to its end, where
+    SQLite commits; a failed commit raises, and nothing was taken). Whether due jobs were left
+    behind is asked only when the claim is full and `left` (one read; a job enqueued meanwhile
+    sends a wake-up of its own anyway)."""
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, read by position (rows.claimed_job)
+    params = {"now": now, "lease": policy.lease, "holder": holder.id, "queue": policy.name, "limit": limit}
+    rows = cur.execute(Q["claim_due"], params).fetchall()
+    steps: dict[int, dict[str, str]] = {}
+    for row in rows:
+        if row[HAS_STEPS] is not None:
+            steps[row[SEQ]] = json.loads(row[HAS_STEPS])
+    more: set[str] = set()
+    if left and len(rows) == limit:
+        params = {"queue": policy.name, "now": now, "limit": 1}
+        try:
+            behind = conn.execute(Q["claim_candidates_first"], params).fetchone() is not None
+        except sqlite3.OperationalError:
+            behind = True  # after an autocommit claim the leases are taken: a wake-up too many
+        if behind:
+            more.add(policy.name)
     return rows, steps, more
 
 

@@ -91,6 +91,34 @@ RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, 
           started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
           lease_seconds, EXISTS (SELECT 1 FROM steps WHERE steps.job_seq = jobs.seq) AS has_steps
 
+-- name: claim_due
+-- claim_candidates_first and claim as one statement, for a claim of one queue without limits
+-- (nearly every claim: a worker of one queue): the lease is written in the statement that
+-- finds the jobs, so that a claim outside a transaction is one autocommit statement (no BEGIN,
+-- no COMMIT of its own to run; the commit, synced, is the statement's end). The paused check
+-- is a constant subquery (LIM-04), read under the write lock the statement takes at its start.
+-- The last column is the job's steps as a JSON object (NULL without steps), read in the same
+-- statement instead of a claim_steps of their own.
+UPDATE jobs SET
+    state = 'running',
+    attempts = attempts + 1,
+    started_at = :now,
+    token = lower(hex(randomblob(8))),
+    lease_seconds = :lease,
+    lease_expires = :now + :lease,
+    holder = :holder
+WHERE seq IN (
+    SELECT seq FROM jobs
+    WHERE state = 'pending' AND queue = :queue AND due <= :now
+      AND NOT EXISTS (SELECT 1 FROM paused WHERE paused.queue = :queue)
+    ORDER BY priority DESC, due, seq
+    LIMIT :limit
+) AND state = 'pending'
+RETURNING seq, id, task, queue, payload, priority, due, attempts, max_attempts, created_at,
+          started_at, finished_at, error, result, key, grp, after_ids, cancel_requested, token,
+          lease_seconds,
+          (SELECT json_group_object(name, value) FROM steps WHERE steps.job_seq = jobs.seq)
+
 -- name: claim_steps
 -- Run for the claimed jobs that have steps (the claim's last column says which). A join driven
 -- by the list (CROSS JOIN keeps that order), each job's steps found by its seq: not

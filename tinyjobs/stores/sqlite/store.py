@@ -18,7 +18,7 @@ from tinyjobs.stores.rules import PENDING, STORED_FINAL
 from tinyjobs.urls import mask
 
 from .channels import SCHEDULED, Channels
-from .claim import Taken, claim_jobs, claimed
+from .claim import Taken, claim_jobs, claimed, one_statement
 from .connection import Target, begin_immediate, immediate, is_busy, snapshot
 from .doorbell import UNLOCK_SUFFIX, Doorbell
 from .enqueue import due_of, enqueue_batch
@@ -200,7 +200,9 @@ class SQLiteStore(SQLiteViews):
         with self._write() as db:
             at = self._now(now)
             flags, woken, scheduled = self._settled(db, settlements, at, queues)
-            taken = claim_jobs(db, queues, holder, limit, at) if limit > 0 and queues else None
+            # No pass_on here (a full worker takes what it left on its next cycle): no need to
+            # know whether jobs were left behind.
+            taken = claim_jobs(db, queues, holder, limit, at, left=False) if limit > 0 and queues else None
         self._wake(woken, scheduled)
         if taken and len(taken[0]) == limit:
             # This worker is full: the next tokens of its queues go to idle workers first. No
@@ -245,7 +247,9 @@ class SQLiteStore(SQLiteViews):
         """One transaction: limits counted and leases taken together (LIM-01)."""
         if limit <= 0 or not queues:
             return []
-        taken = self._claim_reading_first(queues, holder, limit, now)
+        taken = self._claim_in_one_statement(queues, holder, limit, now) if one_statement(queues) else None
+        if taken is None:
+            taken = self._claim_reading_first(queues, holder, limit, now)
         if taken is None:
             with self._write() as db:
                 taken = claim_jobs(db, queues, holder, limit, self._now(now))
@@ -256,6 +260,28 @@ class SQLiteStore(SQLiteViews):
                 # next idle worker's turn.
                 self._channels.pass_on(taken[2])
         return claimed(taken)
+
+    def _claim_in_one_statement(
+        self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
+    ) -> Taken | None:
+        """The claim of one queue without limits as one autocommit statement (claim.claim_due):
+        no BEGIN and no COMMIT to run, nor a statement to find the candidates first; its rows
+        come back once its commit (synced) is done. None, with nothing written, when the write
+        lock is held (SQLITE_BUSY at the statement's start: the connection does not wait
+        outside reads): the claim then reads first, which does not wait for the lock when it
+        finds nothing (_claim_reading_first). A claim that finds nothing takes the write lock
+        for the statement's length and writes nothing (no frame, no sync)."""
+        db = self._pool.get()
+        try:
+            taken = claim_jobs(db, queues, holder, limit, self._now(now))
+        except sqlite3.OperationalError as err:
+            if is_busy(err):
+                return None
+            raise self._unavailable(err) from None
+        if taken[0]:  # it wrote: as after every write (see _write)
+            self._unlock.ring()
+            self._pool.written_to_current_file()
+        return taken
 
     def _claim_reading_first(
         self, queues: Mapping[str, QueuePolicy], holder: Holder, limit: int, now: float | None
@@ -276,7 +302,8 @@ class SQLiteStore(SQLiteViews):
         try:
             db.execute("BEGIN")
             try:
-                taken = claim_jobs(db, queues, holder, limit, self._now(now))
+                # Candidates first (at_once=False): claim_due would take the lock at its start.
+                taken = claim_jobs(db, queues, holder, limit, self._now(now), at_once=False)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
