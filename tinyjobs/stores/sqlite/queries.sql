@@ -235,9 +235,19 @@ SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM executions
 WHERE job_seq = ? ORDER BY id
 
 -- name: jobs
--- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state
+-- All jobs (no state asked): the table by seq, stopping at the page.
 SELECT * FROM jobs
-WHERE (:stored IS NULL OR state = :stored)
+WHERE (:queue IS NULL OR queue = :queue)
+ORDER BY seq {direction}
+LIMIT :limit OFFSET :offset
+
+-- name: jobs_in_state
+-- One stored state, named as a constant (store.jobs formats in one of the STATES, never input)
+-- so that SQLite walks jobs_state (migration 6) from that state's first or last seq and stops
+-- at the page; running jobs walk jobs_running and are sorted (what runs, never what finished).
+-- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state.
+SELECT * FROM jobs INDEXED BY {index}
+WHERE state = '{state}'
   AND (:queue IS NULL OR queue = :queue)
   AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
 ORDER BY seq {direction}
