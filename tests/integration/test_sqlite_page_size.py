@@ -146,8 +146,8 @@ def test_migration_6_indexes_the_jobs_of_a_file_at_version_5(tmp_path):
     try:
         with sqlite3.connect(path) as conn:
             assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] >= 6
-            entries = conn.execute("SELECT count(*) FROM jobs INDEXED BY jobs_state WHERE state = 'done'").fetchone()
-            assert entries[0] == 12
+            done = "SELECT count(*) FROM jobs INDEXED BY jobs_state WHERE state = 'done'"
+            assert conn.execute(done).fetchone()[0] == 12
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert [j.id for j in again.jobs("done", limit=3, now=T0 + 3)] == ["done-00", "done-05", "done-10"]
     finally:
