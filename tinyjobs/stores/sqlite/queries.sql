@@ -225,10 +225,18 @@ WHERE id = :id AND state IN ('failed', 'cancelled')
 RETURNING queue
 
 -- name: get_ahead
-SELECT count(*) FROM jobs
-WHERE state = 'pending' AND queue = :queue AND due <= max(:now, :due)
-  AND (priority > :priority
-       OR (priority = :priority AND (due < :due OR (due = :due AND seq < :seq))))
+-- The pending jobs a claim takes before this one that are due by then, counted in three ranges
+-- of jobs_claim (queue, priority DESC, due, seq), each walked only over the jobs it counts: the
+-- one OR-ed condition walked every pending job of the queue at this priority or above, those
+-- behind this one and the scheduled too (10^5 jobs, 5 % waiting: 2.4 ms against 0.7).
+SELECT (SELECT count(*) FROM jobs
+        WHERE state = 'pending' AND queue = :queue AND priority > :priority
+          AND due <= max(:now, :due))
+     + (SELECT count(*) FROM jobs
+        WHERE state = 'pending' AND queue = :queue AND priority = :priority AND due < :due)
+     + (SELECT count(*) FROM jobs
+        WHERE state = 'pending' AND queue = :queue AND priority = :priority AND due = :due
+          AND seq < :seq)
 
 -- name: executions
 SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM executions
@@ -257,10 +265,17 @@ LIMIT :limit OFFSET :offset
 -- The reported state: rules.reported_state (tinyjobs/stores/rules.py). Blocked and the final
 -- states come from job_counts (kept by migration 3's triggers), pending and running from their
 -- partial indexes: nothing here reads the finished jobs, so it stays flat as they pile up.
+-- Pending jobs are grouped by queue alone, in jobs_claim's own order (grouping by the reported
+-- state too made SQLite sort every pending entry into a temporary b-tree: 3x the time).
+WITH pending AS MATERIALIZED (
+    SELECT queue, count(*) AS n, sum(due > :now) AS later
+    FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue
+)
 SELECT queue, state, n FROM job_counts WHERE n > 0
 UNION ALL
-SELECT queue, CASE WHEN due > :now THEN 'scheduled' ELSE 'waiting' END AS reported, count(*)
-FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue, reported
+SELECT queue, 'scheduled', later FROM pending WHERE later > 0
+UNION ALL
+SELECT queue, 'waiting', n - later FROM pending WHERE n > later
 UNION ALL
 SELECT queue, 'running', count(*) FROM jobs INDEXED BY jobs_running WHERE state = 'running'
 GROUP BY queue

@@ -344,7 +344,8 @@ END;
 -- the claim and the settlement a move each (an enqueue puts one entry in, a claim takes one
 -- out, a settlement puts one in). The condition is written as comparisons (an IN list is an
 -- ephemeral table per row written, as migration 4 says), and a statement must name its state
--- as a constant for SQLite to use the index (store.jobs).
-CREATE INDEX jobs_state ON jobs (state, seq, due)
+-- as a constant for SQLite to use the index (store.jobs). IF NOT EXISTS: a file set back to an
+-- older version (as the tests of migration 5 do) takes this block again.
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq, due)
     WHERE state = 'pending' OR state = 'done' OR state = 'failed' OR state = 'cancelled'
        OR state = 'blocked';
