@@ -253,19 +253,37 @@ WHERE id = :id AND state IN ('failed', 'cancelled')
 RETURNING queue
 
 -- name: get_ahead
-SELECT count(*) FROM jobs
-WHERE state = 'pending' AND queue = :queue AND due <= max(:now, :due)
-  AND (priority > :priority
-       OR (priority = :priority AND (due < :due OR (due = :due AND seq < :seq))))
+-- The pending jobs a claim takes before this one that are due by then, counted in three ranges
+-- of jobs_claim (queue, priority DESC, due, seq), each walked only over the jobs it counts: the
+-- one OR-ed condition walked every pending job of the queue at this priority or above, those
+-- behind this one and the scheduled too (10^5 jobs, 5 % waiting: 2.4 ms against 0.7).
+SELECT (SELECT count(*) FROM jobs
+        WHERE state = 'pending' AND queue = :queue AND priority > :priority
+          AND due <= max(:now, :due))
+     + (SELECT count(*) FROM jobs
+        WHERE state = 'pending' AND queue = :queue AND priority = :priority AND due < :due)
+     + (SELECT count(*) FROM jobs
+        WHERE state = 'pending' AND queue = :queue AND priority = :priority AND due = :due
+          AND seq < :seq)
 
 -- name: executions
 SELECT attempt, host, pid, started_at, ended_at, outcome, error FROM executions
 WHERE job_seq = ? ORDER BY id
 
 -- name: jobs
--- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state
+-- All jobs (no state asked): the table by seq, stopping at the page.
 SELECT * FROM jobs
-WHERE (:stored IS NULL OR state = :stored)
+WHERE (:queue IS NULL OR queue = :queue)
+ORDER BY seq {direction}
+LIMIT :limit OFFSET :offset
+
+-- name: jobs_in_state
+-- One stored state, named as a constant (store.jobs formats in one of the STATES, never input)
+-- so that SQLite walks jobs_state (migration 6) from that state's first or last seq and stops
+-- at the page; running jobs walk jobs_running and are sorted (what runs, never what finished).
+-- scheduled and waiting are pending jobs, told apart by their due time: rules.reported_state.
+SELECT * FROM jobs INDEXED BY {index}
+WHERE state = '{state}'
   AND (:queue IS NULL OR queue = :queue)
   AND (:split IS NULL OR (:split = 'scheduled' AND due > :now) OR (:split = 'waiting' AND due <= :now))
 ORDER BY seq {direction}
@@ -275,10 +293,17 @@ LIMIT :limit OFFSET :offset
 -- The reported state: rules.reported_state (tinyjobs/stores/rules.py). Blocked and the final
 -- states come from job_counts (kept by migration 3's triggers), pending and running from their
 -- partial indexes: nothing here reads the finished jobs, so it stays flat as they pile up.
+-- Pending jobs are grouped by queue alone, in jobs_claim's own order (grouping by the reported
+-- state too made SQLite sort every pending entry into a temporary b-tree: 3x the time).
+WITH pending AS MATERIALIZED (
+    SELECT queue, count(*) AS n, sum(due > :now) AS later
+    FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue
+)
 SELECT queue, state, n FROM job_counts WHERE n > 0
 UNION ALL
-SELECT queue, CASE WHEN due > :now THEN 'scheduled' ELSE 'waiting' END AS reported, count(*)
-FROM jobs INDEXED BY jobs_claim WHERE state = 'pending' GROUP BY queue, reported
+SELECT queue, 'scheduled', later FROM pending WHERE later > 0
+UNION ALL
+SELECT queue, 'waiting', n - later FROM pending WHERE n > later
 UNION ALL
 SELECT queue, 'running', count(*) FROM jobs INDEXED BY jobs_running WHERE state = 'running'
 GROUP BY queue

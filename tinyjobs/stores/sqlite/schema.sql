@@ -332,3 +332,20 @@ CREATE TRIGGER exec_stats_insert AFTER INSERT ON executions WHEN new.ended_at IS
     INSERT INTO exec_minutes (minute, outcome, n) VALUES (new.minute, new.outcome, 1)
     ON CONFLICT (minute, outcome) DO UPDATE SET n = n + 1;
 END;
+
+-- migration: 6
+-- `jobs` of one state, oldest or newest first (issue 14): the statement walked the table by seq
+-- and kept the rows in that state, so a page of the waiting jobs oldest first read every job
+-- enqueued before them (10^6 jobs: 130 ms; twice that with 1 KiB pages). This index holds every
+-- job that is not running, by state then seq: a page of one state costs the rows it returns.
+-- `due` rides along so that waiting and scheduled (pending jobs told apart by due and now) are
+-- told apart on the index, without reading the rows of the other kind (a job's due changes only
+-- together with its state). Running jobs are in jobs_running already; leaving them out saves
+-- the claim and the settlement a move each (an enqueue puts one entry in, a claim takes one
+-- out, a settlement puts one in). The condition is written as comparisons (an IN list is an
+-- ephemeral table per row written, as migration 4 says), and a statement must name its state
+-- as a constant for SQLite to use the index (store.jobs). IF NOT EXISTS: a file set back to an
+-- older version (as the tests of migration 5 do) takes this block again.
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq, due)
+    WHERE state = 'pending' OR state = 'done' OR state = 'failed' OR state = 'cancelled'
+       OR state = 'blocked';

@@ -451,7 +451,13 @@ class SQLiteStore(SQLiteViews):
         params["offset"] = int(offset)
         # The order written into the statement, not bound: `ORDER BY seq * :direction` made
         # SQLite sort every matching row; `ORDER BY seq DESC|ASC` walks the rowid and stops.
-        statement = Q["jobs"].format(direction="DESC" if newest else "ASC")
+        # The state too (one of STATES, checked above): a constant lets SQLite walk jobs_state.
+        direction = "DESC" if newest else "ASC"
+        if stored is None:
+            statement = Q["jobs"].format(direction=direction)
+        else:
+            index = "jobs_running" if stored == RUNNING else "jobs_state"
+            statement = Q["jobs_in_state"].format(direction=direction, state=stored, index=index)
         with self._read() as db:
             rows = db.execute(statement, params).fetchall()
         return [to_job(row, at) for row in rows]
