@@ -136,7 +136,12 @@ def test_a_store_crash_under_load_loses_nothing_and_the_pool_rides_through(
             def all_done() -> bool:
                 return store.counts().get("default", {}).get("done", 0) == JOBS
 
-            wait_until(all_done, timeout=60, interval=0.2, what=f"all {JOBS} jobs done")
+            try:
+                wait_until(all_done, timeout=60, interval=0.2, what=f"all {JOBS} jobs done")
+            except AssertionError as err:  # say which jobs did not finish, and how they stand
+                jobs = [store.get(i, executions=True) for i in acked]
+                left = [job for job in jobs if job is None or job.state != "done"]
+                raise AssertionError(f"{err}: {store.counts()}; not done: {left[:5]!r}") from None
             missing = [i for i in acked if store.get(i) is None]
             assert missing == [], f"{len(missing)} acknowledged jobs lost, e.g. {missing[:5]}"
         finally:
