@@ -524,6 +524,21 @@ local function undo_handover(id, j, now, entry)
   place(id, j, tonumber(j.d), now)
 end
 
+-- Every job on P:hand:<h> (handed over to holder h, never popped: no attempt began) given back
+-- whole, as undo_handover does; the list itself is left to the caller. How many jobs.
+local function undo_hand_list(h, now)
+  local n = 0
+  for _, entry in ipairs(redis.call('LRANGE', P .. ':hand:' .. h, 0, -1)) do
+    local id = cjson.decode(entry)[1]
+    local j = load(id)
+    if j and j.st == 'running' and j.h == h then
+      undo_handover(id, j, now, nil)
+      n = n + 1
+    end
+  end
+  return n
+end
+
 -- A job an older version handed over to holder h (P:handed:<h>, see the layout) and no claim
 -- took: given back whole, with its entry if still on P:hand:<h>. Whether it was.
 local function undo_legacy_handover(id, j, h, now)

@@ -15,14 +15,7 @@ for i = 2, #ARGV do
   -- Jobs handed over to it and never popped: given back, no attempt began (undo_handover).
   -- Those its wait() popped are its own (a worker that stops gives back those it did not
   -- start: give_back.lua); one that died with them ends them below, on record.
-  for _, entry in ipairs(redis.call('LRANGE', P .. ':hand:' .. h, 0, -1)) do
-    local id = cjson.decode(entry)[1]
-    local j = load(id)
-    if j and j.st == 'running' and j.h == h then
-      undo_handover(id, j, now, nil)
-      n = n + 1
-    end
-  end
+  n = n + undo_hand_list(h, now)
   -- Jobs an older version handed over to it and no claim took (P:handed: see _lib.lua).
   for _, id in ipairs(redis.call('HKEYS', P .. ':handed:' .. h)) do
     local j = load(id)

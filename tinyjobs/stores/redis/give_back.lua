@@ -16,15 +16,7 @@ local nq = tonumber(ARGV[3])
 for i = 4, 3 + nq do
   redis.call('HDEL', qk(ARGV[i], 'idle'), h)
 end
-local n = 0
-for _, entry in ipairs(redis.call('LRANGE', P .. ':hand:' .. h, 0, -1)) do
-  local id = cjson.decode(entry)[1]
-  local j = load(id)
-  if j and j.st == 'running' and j.h == h then
-    undo_handover(id, j, now, nil)
-    n = n + 1
-  end
-end
+local n = undo_hand_list(h, now)
 redis.call('DEL', P .. ':hand:' .. h)
 for i = 4 + nq, #ARGV, 2 do
   local id = ARGV[i]
