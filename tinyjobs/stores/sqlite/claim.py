@@ -36,10 +36,9 @@ def claim_jobs(
     transaction that statement is the whole claim, committed by its end. `left` False: the
     caller has no use for the queues where due jobs were left behind (the third item may then
     be empty when it would not be), and that claim asks nothing more to tell them."""
-    if at_once and len(queues) == 1:
+    if at_once and one_statement(queues):
         (policy,) = queues.values()
-        if unlimited(policy):
-            return _claim_due(conn, policy, holder, limit, now, left)
+        return _claim_due(conn, policy, holder, limit, now, left)
     picks: list[tuple[int, float, int, str]] = []  # (-priority, due, seq, queue)
     more: set[str] = set()
     for policy in queues.values():

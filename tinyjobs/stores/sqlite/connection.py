@@ -30,7 +30,8 @@ SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 # The page size of a file this store creates. Each commit writes every page it changed as a
 # whole WAL frame (checksummed, then synced), and a worker reads every page it touches again
 # after another process's commit: a job's ~14 pages cost a quarter of the bytes at 1 KiB than at
-# SQLite's default 4 KiB (measured: a lone job's store CPU -21 %; docs/measured.md). Set on
+# SQLite's default 4 KiB. Measured (docs/measured.md, sqlite-pages): they pay for the jobs_state
+# index's writes, which alone cost a lone job 10-20 %; with both, the job path is level. Set on
 # every connection before WAL: only the first write to an empty file fixes it, and an existing
 # file keeps its own (docs/stores.md says how to convert one). Rows longer than ~900 bytes
 # spill into overflow pages, which is correct, only slower.
