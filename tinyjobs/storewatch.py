@@ -11,32 +11,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import ConfigError
-from .urls import store_kind
-
 # The store's wait: the watcher comes back this often to see whether to stop. Nothing else
 # needs it back (it is a daemon thread: a worker that stops does not wait for it), and each
 # return costs a wake-up (and on PostgreSQL a query for the next due time); 10 s, not 2 s.
 WATCH_FOR = 10.0
 
-# The stores whose wait wakes one waiter per piece of news: Redis's blocking pop serves one
-# client; SQLite's token wakes one thread among those in epoll_wait on its FIFO (EPOLLEXCLUSIVE),
-# and a token written while none sleeps there stays for the next wait (stores/sqlite/channels.py).
-TWO_WATCHERS = frozenset({"redis", "sqlite"})
-
 
 def watchers_for(store: Any) -> int:
     """How many threads watch `store`: two where its wait wakes one waiter per piece of news
-    (Redis: a blocking pop; SQLite: a token in a FIFO), so that the one the news woke can run
-    a lone job itself (no hand-off to a slot thread) while the other goes on watching; one
-    where news wakes every waiter (PostgreSQL's NOTIFY reaches every LISTEN connection: both
-    would claim, one for nothing) or the store is not known to wake one."""
-    url = getattr(store, "url", None)
-    try:
-        kind = store_kind(url) if isinstance(url, str) else None
-    except ConfigError:
-        kind = None
-    return 2 if kind in TWO_WATCHERS else 1
+    (its "wakes_one" capability: Redis's blocking pop, SQLite's token in a FIFO), so that the
+    one the news woke can run a lone job itself (no hand-off to a slot thread) while the other
+    goes on watching; one where news wakes every waiter (PostgreSQL's NOTIFY reaches every
+    LISTEN connection: both would claim, one for nothing) or the store does not say. (SQLite
+    polls where it cannot use its FIFOs: both threads then see a change, and one claims for
+    nothing, a cost the rare fallback can bear.)"""
+    return 2 if "wakes_one" in getattr(store, "capabilities", ()) else 1
 
 
 class StoreWatcher:

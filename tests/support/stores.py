@@ -12,16 +12,16 @@ __all__ = ["CAPABILITIES", "STORES", "memory_store", "sqlite_store"]
 
 # Every capability a store may declare (tinyjobs/stores/base.py). A `requires` marker naming
 # anything else is a typo, which would otherwise skip its test on every store.
-CAPABILITIES = frozenset({"transactions", "notify", "shared", "timed"})
+CAPABILITIES = frozenset({"transactions", "notify", "shared", "timed", "wakes_one"})
 
 # Each store with the capabilities it declares. A test marked `requires(cap)` skips on a store
 # only when this table states the gap; a store that stops declaring a capability it has here
 # fails (tests/contract/test_store_capabilities.py) instead of skipping the tests that need it.
 STORES: dict[str, frozenset[str]] = {
     "memory": frozenset(),
-    "sqlite": frozenset({"transactions", "shared", "timed"}),
+    "sqlite": frozenset({"transactions", "shared", "timed", "wakes_one"}),
     "postgres": frozenset({"transactions", "notify", "shared", "timed"}),
-    "redis": frozenset({"notify", "shared", "timed"}),
+    "redis": frozenset({"notify", "shared", "timed", "wakes_one"}),
 }
 
 

@@ -5,7 +5,6 @@ the other goes on waiting; the last one waiting never runs a job, so news is alw
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 
 import pytest
 from support.wait import wait_until
@@ -96,13 +95,15 @@ def stop(worker, loop, app) -> None:
 
 
 def test_two_watchers_where_the_store_wakes_one_waiter_and_one_elsewhere():
-    def store(url):
-        return SimpleNamespace(url=url)
+    from tinyjobs.stores.memory.store import MemoryStore
+    from tinyjobs.stores.postgres.store import PostgresStore
+    from tinyjobs.stores.redis.store import RedisStore
+    from tinyjobs.stores.sqlite.store import SQLiteStore
 
-    assert watchers_for(store("redis://127.0.0.1:6379/0")) == 2
-    assert watchers_for(store("sqlite:////tmp/jobs.db")) == 2
-    assert watchers_for(store("postgresql://postgres@127.0.0.1/test")) == 1  # NOTIFY wakes every waiter
-    assert watchers_for(store("memory://")) == 1
+    assert watchers_for(RedisStore) == 2
+    assert watchers_for(SQLiteStore) == 2
+    assert watchers_for(PostgresStore) == 1  # NOTIFY wakes every waiter
+    assert watchers_for(MemoryStore) == 1
     assert watchers_for(object()) == 1
 
 

@@ -14,6 +14,9 @@ Stores declare what they can do in `capabilities`:
 - "shared": several processes (and hosts, for servers) can share the store.
 - "timed": `wait` also returns by the time the earliest scheduled job of its queues falls due,
   so a worker whose queues have no limits claims by the clock only rarely (worker.py).
+- "wakes_one": `wait` wakes one waiting thread per piece of news, not every waiter (a Redis
+  blocking pop, a SQLite token in a FIFO), so a worker keeps a second thread waiting while the
+  one the news woke runs a lone job (storewatch.py).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ class RedisStore(RedisViews):
     """A store in one Redis database under one key prefix. Thread-safe; fork-safe (each process
     builds its own connections)."""
 
-    capabilities = frozenset({"notify", "shared", "timed"})
+    capabilities = frozenset({"notify", "shared", "timed", "wakes_one"})
 
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url

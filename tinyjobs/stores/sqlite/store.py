@@ -57,7 +57,7 @@ class SQLiteStore(SQLiteViews):
     # "timed": `wait` also returns by the time the earliest scheduled job of its queues falls
     # due, so a worker whose queues have no limits claims by the clock once a TIMED_POLL (worker.py)
     # instead of every IDLE_POLL (0.25 s): an idle worker's claims fall from four a second.
-    capabilities = frozenset({"transactions", "shared", "timed"})
+    capabilities = frozenset({"transactions", "shared", "timed", "wakes_one"})
 
     def __init__(self, target: Target, wake: str | None = None) -> None:
         """`wake="poll"` (or TINYJOBS_SQLITE_WAKE=poll) makes `wait` poll even where the
